@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Install the workbench into .venv (repository-local). With --dev: test and lint tools too.
+# Idempotent: does nothing when pyproject.toml has not changed since the last install.
+
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+extras=""
+[ "${1:-}" = "--dev" ] && extras="[dev]"
+
+find_python() {
+  local candidate
+  for candidate in "${PYTHON:-}" python3.13 python3.12 python3.11 python3; do
+    [ -n "$candidate" ] || continue
+    command -v "$candidate" >/dev/null || continue
+    if "$candidate" -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null; then
+      echo "$candidate"
+      return
+    fi
+  done
+  die "Python 3.11 or newer is needed (set PYTHON=/path/to/python3.11)"
+}
+
+cd "$REPO_ROOT"
+if [ ! -x .venv/bin/python ]; then
+  py=$(find_python)
+  say "creating .venv with $($py --version)"
+  "$py" -m venv .venv || die "could not create .venv (on Debian: apt-get install python3-venv)"
+fi
+hash=$(sha256sum pyproject.toml | cut -c1-16)
+stamp=".venv/.installed-$hash${extras:+-dev}"
+# A dev install also satisfies a plain one.
+if [ ! -f "$stamp" ] && [ ! -f ".venv/.installed-$hash-dev" ]; then
+  say "installing the workbench${extras:+ with dev tools} into .venv"
+  if ! { .venv/bin/python -m pip install -q --upgrade pip \
+         && .venv/bin/python -m pip install -q -e ".$extras"; } >"$LOG_DIR/install.log" 2>&1; then
+    tail -n 30 "$LOG_DIR/install.log" >&2
+    die "pip install failed; see $LOG_DIR/install.log"
+  fi
+  rm -f .venv/.installed-*
+  touch "$stamp"
+fi

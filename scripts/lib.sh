@@ -1,0 +1,59 @@
+# Shared helpers for the service scripts. Source it; do not run it.
+# Everything the scripts download or run lives under $WORKBENCH_HOME, outside the repository.
+
+set -euo pipefail
+
+REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+
+if [ -z "${WORKBENCH_HOME:-}" ]; then
+  if [ "$(id -u)" = 0 ]; then
+    # The node runs as an unprivileged user, who cannot enter /root: keep it elsewhere.
+    WORKBENCH_HOME=/var/lib/workbench
+  else
+    WORKBENCH_HOME="${XDG_CACHE_HOME:-$HOME/.cache}/workbench"
+  fi
+fi
+export WORKBENCH_HOME
+LOG_DIR="$WORKBENCH_HOME/logs"
+RUN_DIR="$WORKBENCH_HOME/run"
+mkdir -p "$LOG_DIR" "$RUN_DIR"
+
+say() { printf '[workbench] %s\n' "$*" >&2; }
+die() { printf '[workbench] error: %s\n' "$*" >&2; exit 1; }
+
+# pid_alive FILE: true when FILE holds the pid of a running process.
+pid_alive() {
+  [ -f "$1" ] && kill -0 "$(cat "$1")" 2>/dev/null
+}
+
+# stop_pid FILE NAME: TERM the process, wait up to 30 s, then KILL.
+stop_pid() {
+  local file=$1 name=$2 pid i
+  if ! pid_alive "$file"; then
+    rm -f "$file"
+    say "$name is not running"
+    return 0
+  fi
+  pid=$(cat "$file")
+  kill "$pid" 2>/dev/null || true
+  for i in $(seq 60); do
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.5
+  done
+  if kill -0 "$pid" 2>/dev/null; then
+    say "$name did not stop in 30 s; killing it"
+    kill -9 "$pid" 2>/dev/null || true
+  fi
+  rm -f "$file"
+  say "$name stopped"
+}
+
+# as_root CMD...: run a command with root rights (directly, or through sudo).
+as_root() {
+  if [ "$(id -u)" = 0 ]; then "$@"; elif command -v sudo >/dev/null; then sudo "$@"; else
+    die "need root rights to run: $*"
+  fi
+}
+
+# python_bin: the project's virtualenv python, created by install.sh.
+python_bin() { echo "$REPO_ROOT/.venv/bin/python"; }

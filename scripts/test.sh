@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# Run the whole test suite on this machine: installs what is missing (Python packages into
+# .venv; OpenSearch from Maven Central and Debian's redis-server through the test fixtures),
+# then runs pytest. Extra arguments go to pytest, e.g. scripts/test.sh tests/unit -x
+# Set OPENSEARCH_URL / REDIS_URL to test against services you already run.
+
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+cd "$REPO_ROOT"
+
+"$REPO_ROOT/scripts/install.sh" --dev
+exec .venv/bin/python -m pytest "$@"

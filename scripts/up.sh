@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# Install and run the workbench: API server and job worker in the background, in front of a
+# local OpenSearch and Redis (installed and started here) unless OPENSEARCH_URL / REDIS_URL
+# are given. Idempotent: what already runs is reused. Stop with scripts/down.sh.
+#
+# Logs: $WORKBENCH_HOME/logs/{workbench-api,workbench-worker,redis}.log and
+#       $WORKBENCH_HOME/logs/opensearch/opensearch.log
+
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+cd "$REPO_ROOT"
+
+"$REPO_ROOT/scripts/install.sh"
+if [ -z "${OPENSEARCH_URL:-}" ]; then
+  OPENSEARCH_URL=$("$REPO_ROOT/scripts/opensearch.sh" start)
+fi
+if [ -z "${REDIS_URL:-}" ]; then
+  REDIS_URL=$("$REPO_ROOT/scripts/redis.sh" start)
+fi
+export OPENSEARCH_URL REDIS_URL
+WB=".venv/bin/workbench"
+
+$WB init-indices >&2
+
+# start_bg NAME ARGS...: run "workbench ARGS" detached, unless it already runs.
+start_bg() {
+  local name=$1; shift
+  local pid_file="$RUN_DIR/$name.pid"
+  if pid_alive "$pid_file"; then
+    say "$name already runs (pid $(cat "$pid_file"))"
+    return
+  fi
+  setsid nohup "$WB" "$@" >>"$LOG_DIR/$name.log" 2>&1 </dev/null &
+  echo $! >"$pid_file"
+  say "started $name (pid $!, log $LOG_DIR/$name.log)"
+}
+
+start_bg workbench-api serve
+start_bg workbench-worker worker
+
+port="${WORKBENCH_PORT:-9400}"
+host="${WORKBENCH_HOST:-127.0.0.1}"
+for _ in $(seq 60); do
+  if curl -fsS --max-time 2 "http://$host:$port/" >/dev/null 2>&1; then
+    say "the workbench answers at http://$host:$port"
+    $WB status >&2 || true
+    echo "http://$host:$port"
+    exit 0
+  fi
+  pid_alive "$RUN_DIR/workbench-api.pid" || die "the API exited; see $LOG_DIR/workbench-api.log"
+  sleep 1
+done
+die "the API did not answer in 60 s; see $LOG_DIR/workbench-api.log"

@@ -1,0 +1,122 @@
+"""System indices and the CLI commands, against the real cluster."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import pytest
+from opensearchpy import OpenSearch
+
+from tests.support.processes import REPO
+
+DATA = REPO.parent / "shared" / "data"
+
+
+def run_cli(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "workbench.cli", *args], env=env,
+                          capture_output=True, text=True, timeout=600, cwd=REPO)
+
+
+def as_stored(mapping: Any) -> Any:
+    """How OpenSearch answers a mapping: ``dynamic`` as "true"/"false", and no ``type: object``
+    on an object that lists its properties."""
+    if not isinstance(mapping, dict):
+        return mapping
+    out = {k: (str(v).lower() if k == "dynamic" else as_stored(v)) for k, v in mapping.items()}
+    if "properties" in out and out.get("type") == "object":
+        del out["type"]
+    return out
+
+
+@pytest.fixture
+def prefixed_mappings(tmp_path: Path, direct: OpenSearch):
+    """The real mapping files, with index names under a unique test prefix."""
+    prefix = f"test-{uuid.uuid4().hex[:8]}-"
+    names = []
+    for path in sorted((REPO / "index_mappings").glob("*.json")):
+        data = json.loads(path.read_text())
+        data["index"] = prefix + data["index"].lstrip(".")
+        names.append(data["index"])
+        (tmp_path / path.name).write_text(json.dumps(data))
+    yield tmp_path, names
+    direct.indices.delete(index=prefix + "*", ignore=[404])
+
+
+def test_init_indices_is_idempotent_and_safe_in_parallel(env, prefixed_mappings,
+                                                         direct: OpenSearch) -> None:
+    folder, names = prefixed_mappings
+    run_env = dict(env, WORKBENCH_INDEX_MAPPINGS_DIR=str(folder))
+    with ThreadPoolExecutor(4) as pool:
+        results = list(pool.map(lambda _: run_cli(run_env, "init-indices"), range(4)))
+    assert [r.returncode for r in results] == [0, 0, 0, 0], [r.stderr for r in results]
+    created: list[str] = []
+    for r in results:
+        line = r.stdout.strip().splitlines()[-1]
+        if not line.startswith("created: nothing"):
+            created += line.removeprefix("created: ").split(", ")
+    assert sorted(created) == sorted(names)  # each index created exactly once
+    for path in folder.glob("*.json"):
+        spec = json.loads(path.read_text())
+        mapping = direct.indices.get_mapping(index=spec["index"])[spec["index"]]["mappings"]
+        assert mapping["properties"] == as_stored(spec["mappings"]["properties"])
+        assert mapping.get("_meta") == spec["mappings"].get("_meta")
+    again = run_cli(run_env, "init-indices")
+    assert again.stdout.strip() == "created: nothing (all indices exist)"
+
+
+def test_server_start_creates_the_system_indices(server, direct: OpenSearch) -> None:
+    for path in sorted((REPO / "index_mappings").glob("*.json")):
+        name = json.loads(path.read_text())["index"]
+        assert direct.indices.exists(index=name), name
+
+
+def test_load_demo_indexes_products_and_ubi(env, direct: OpenSearch) -> None:
+    products = f"test-{uuid.uuid4().hex[:8]}-products"
+    try:
+        result = run_cli(
+            env, "load-demo",
+            "--products", str(DATA / "ubi-sample" / "ubi_ecommerce_products.json.gz"),
+            "--products-index", products,
+            "--ubi", str(DATA / "esci" / "ubi_queries_events.ndjson"),
+        )
+        assert result.returncode == 0, result.stderr
+        assert result.stdout.splitlines() == [
+            f"{products}: 6764 documents",
+            "ubi_events: 3448 documents",
+            "ubi_queries: 473 documents",
+        ]
+        doc = direct.get(index=products, id="B07CXG6C9W")["_source"]
+        assert doc["asin"] == "B07CXG6C9W" and "_id" not in doc
+        mapping = direct.indices.get_mapping(index="ubi_queries")["ubi_queries"]["mappings"]
+        assert mapping["properties"]["user_query"]["type"] == "keyword"
+        hits = direct.search(index=products, body={"query": {"match": {"title": "kindle"}}})
+        assert hits["hits"]["total"]["value"] > 0
+    finally:
+        direct.indices.delete(index=products, ignore=[404])
+
+
+def test_load_demo_needs_a_path(env) -> None:
+    result = run_cli(env, "load-demo")
+    assert result.returncode == 2
+    assert "give --products and/or --ubi" in result.stderr
+
+
+def test_status_reports_each_service(env, worker) -> None:
+    result = run_cli(env, "status")
+    assert result.returncode == 0, result.stdout + result.stderr
+    lines = dict(line.split(None, 1) for line in result.stdout.splitlines())
+    assert lines["opensearch"].startswith("ok")
+    assert lines["redis"].startswith("ok")
+    assert lines["workers"].startswith("ok") and worker.queue in lines["workers"]
+
+
+def test_bad_configuration_is_refused_with_the_variable_named(env) -> None:
+    result = run_cli(dict(env, WORKBENCH_PORT="not-a-port"), "init-indices")
+    assert result.returncode == 2
+    assert "WORKBENCH_PORT" in result.stderr

@@ -1,0 +1,90 @@
+"""The base job class's policy, on a real worker over the real broker."""
+
+from __future__ import annotations
+
+import signal
+import time
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import psutil
+import pytest
+import redis
+from opensearchpy import OpenSearch
+
+from tests.support.job_tasks import ENTITY_INDEX
+from tests.support.processes import Worker
+from workbench.jobs.celery_app import celery_app
+
+
+@pytest.fixture(scope="module")
+def job_worker(env: dict[str, str], direct: OpenSearch) -> Iterator[Worker]:
+    direct.indices.create(index=ENTITY_INDEX, ignore=400)
+    wrk = Worker(env, module="tests.support.job_tasks", queue=f"jobs-{uuid.uuid4().hex[:8]}")
+    yield wrk
+    wrk.stop()
+
+
+def new_entity(direct: OpenSearch) -> str:
+    entity_id = str(uuid.uuid4())
+    direct.index(index=ENTITY_INDEX, id=entity_id, refresh=True,
+                 body={"status": "PROCESSING", "metadata": {"param": 1}})
+    return entity_id
+
+
+def wait_status(direct: OpenSearch, entity_id: str, timeout: float = 60) -> dict[str, Any]:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        doc = direct.get(index=ENTITY_INDEX, id=entity_id)["_source"]
+        if doc["status"] != "PROCESSING":
+            return doc  # type: ignore[no-any-return]
+        time.sleep(0.2)
+    raise AssertionError(f"{entity_id} still PROCESSING after {timeout}s")
+
+
+def send(worker: Worker, name: str, *args: Any) -> None:
+    celery_app.send_task(name, args=args, queue=worker.queue)
+
+
+def test_a_job_that_fails_ends_error_with_its_reason(job_worker: Worker,
+                                                     direct: OpenSearch) -> None:
+    entity_id = new_entity(direct)
+    send(job_worker, "tests.always_fails", entity_id)
+    assert wait_status(direct, entity_id) == {
+        "status": "ERROR", "metadata": {"error": "the input is not valid"},
+    }
+
+
+def test_transient_faults_are_retried_then_succeed(job_worker: Worker,
+                                                   direct: OpenSearch) -> None:
+    entity_id = new_entity(direct)
+    send(job_worker, "tests.flaky", entity_id, 2)
+    assert wait_status(direct, entity_id) == {"status": "COMPLETED", "attempts": 3}
+
+
+def test_transient_faults_that_persist_end_error(job_worker: Worker, direct: OpenSearch) -> None:
+    entity_id = new_entity(direct)
+    send(job_worker, "tests.flaky", entity_id, 99)
+    doc = wait_status(direct, entity_id)
+    assert doc == {
+        "status": "ERROR",
+        "metadata": {"error": "OpenSearch cluster at http://127.0.0.1:1 is unreachable"},
+    }
+
+
+def test_a_job_whose_worker_process_dies_is_delivered_again(
+    job_worker: Worker, direct: OpenSearch, redis_url: str
+) -> None:
+    entity_id = new_entity(direct)
+    attempts_key = f"attempts:{entity_id}"
+    r = redis.Redis.from_url(redis_url)
+    send(job_worker, "tests.slow_once", entity_id)
+    deadline = time.monotonic() + 30
+    while r.get(attempts_key) is None and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert r.get(attempts_key) == b"1"
+    # Kill the pool processes (one of them runs the job), as the OOM killer would.
+    for child in psutil.Process(job_worker.pid).children(recursive=True):
+        child.send_signal(signal.SIGKILL)
+    assert wait_status(direct, entity_id, timeout=90) == {"status": "COMPLETED", "attempts": 2}

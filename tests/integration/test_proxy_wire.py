@@ -1,0 +1,129 @@
+"""What exactly leaves the proxy: an HTTP endpoint that records each request stands where the
+cluster would, so headers the real cluster ignores (authorization, securitytenant, hop-by-hop)
+can be checked byte for byte."""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Iterator
+
+import pytest
+import urllib3
+
+from tests.support.processes import Server
+from tests.support.relay import RecordingEndpoint
+
+http = urllib3.PoolManager(retries=False, timeout=30)
+
+
+@pytest.fixture
+def recorder() -> Iterator[RecordingEndpoint]:
+    endpoint = RecordingEndpoint(
+        reply_status=201,
+        reply_headers=[
+            ("Content-Type", "application/json; charset=UTF-8"),
+            ("Warning", '299 OpenSearch-3.6.0 "this request accesses system indices"'),
+            ("Set-Cookie", "a=1"),
+            ("Set-Cookie", "b=2"),
+            ("Connection", "keep-alive, X-Upstream-Private"),
+            ("X-Upstream-Private", "hop"),
+            ("Keep-Alive", "timeout=5"),
+            ("X-Opaque-Id", "abc"),
+        ],
+    )
+    endpoint.url = endpoint.start()  # type: ignore[attr-defined]
+    yield endpoint
+    endpoint.stop()
+
+
+@pytest.fixture
+def server_for(env: dict[str, str], recorder: RecordingEndpoint) -> Iterator[Server]:
+    url = recorder.url.replace("http://", "http://kibanaserver:pw@")  # type: ignore[attr-defined]
+    srv = Server(dict(env, OPENSEARCH_URL=url), workers=1, wait_cluster=False)
+    recorder.requests.clear()  # forget the readiness probe
+    yield srv
+    srv.stop()
+
+
+def names(headers: list[tuple[str, str]]) -> dict[str, str]:
+    return {k.lower(): v for k, v in headers}
+
+
+def test_request_headers_and_target_are_forwarded(server_for: Server,
+                                                  recorder: RecordingEndpoint) -> None:
+    target = "/.kibana/_doc/config%3A3.8.0?refresh=wait_for&x=%2A,a//b&_source=a%2Cb"
+    response = http.request(
+        "PUT", server_for.url + target, body=b'{"a":1}',
+        headers={
+            "Authorization": "Basic dXNlcjpwYXNz",
+            "securitytenant": "global",
+            "X-Opaque-Id": "abc",
+            "x-opensearch-product-origin": "opensearch-dashboards",
+            "Accept": "application/json",
+            "Content-Type": "application/json",
+            "User-Agent": "opensearch-js/3.0",
+            "Connection": "keep-alive, X-Client-Private",
+            "X-Client-Private": "hop",
+            "Keep-Alive": "timeout=5",
+            "TE": "trailers",
+            "Proxy-Authorization": "Basic secret",
+            "Upgrade": "h2c",
+        },
+    )
+    assert response.status == 201
+    (seen,) = recorder.requests
+    assert seen.method == "PUT"
+    assert seen.target == target  # byte for byte: %3A, %2A, %2C and the empty segment kept
+    assert seen.body == b'{"a":1}'
+    got = names(seen.headers)
+    for name, value in (
+        ("authorization", "Basic dXNlcjpwYXNz"),  # the client's own credentials win
+        ("securitytenant", "global"),
+        ("x-opaque-id", "abc"),
+        ("x-opensearch-product-origin", "opensearch-dashboards"),
+        ("accept", "application/json"),
+        ("content-type", "application/json"),
+        ("user-agent", "opensearch-js/3.0"),
+        ("content-length", "7"),
+    ):
+        assert got.get(name) == value, name
+    for hop in ("x-client-private", "keep-alive", "te", "proxy-authorization", "upgrade"):
+        assert hop not in got, hop
+    assert got["host"] == recorder.url.removeprefix("http://")  # type: ignore[attr-defined]
+
+
+def test_configured_credentials_are_added_when_the_client_sends_none(
+    server_for: Server, recorder: RecordingEndpoint
+) -> None:
+    assert http.request("GET", server_for.url + "/_cluster/health").status == 201
+    (seen,) = recorder.requests
+    expected = "Basic " + base64.b64encode(b"kibanaserver:pw").decode()
+    assert names(seen.headers)["authorization"] == expected
+    assert seen.body == b""
+
+
+def test_response_headers_pass_without_hop_by_hop(server_for: Server,
+                                                  recorder: RecordingEndpoint) -> None:
+    response = http.request("GET", server_for.url + "/", headers={"X-Opaque-Id": "abc"})
+    assert response.status == 201
+    assert response.data == b'{"ok":true}'
+    headers = response.headers
+    assert headers["Warning"] == '299 OpenSearch-3.6.0 "this request accesses system indices"'
+    assert headers.getlist("Set-Cookie") == ["a=1", "b=2"]
+    assert headers["Content-Type"] == "application/json; charset=UTF-8"
+    assert headers.getlist("X-Opaque-Id") == ["abc"]  # the cluster's echo, not doubled
+    assert "X-Upstream-Private" not in headers
+    assert "timeout=5" not in headers.get("Keep-Alive", "")
+
+
+def test_get_and_delete_bodies_and_head(server_for: Server, recorder: RecordingEndpoint) -> None:
+    http.request("GET", server_for.url + "/i/_search", body=b'{"size":1}',
+                 headers={"Content-Type": "application/json"})
+    http.request("DELETE", server_for.url + "/_search/scroll", body=b'{"scroll_id":"x"}',
+                 headers={"Content-Type": "application/json"})
+    head = http.request("HEAD", server_for.url + "/i")
+    assert [(r.method, r.body) for r in recorder.requests] == [
+        ("GET", b'{"size":1}'), ("DELETE", b'{"scroll_id":"x"}'), ("HEAD", b""),
+    ]
+    assert head.status == 201 and head.data == b""
+    assert head.headers["Content-Length"] == str(len(recorder.reply_body))

@@ -1,0 +1,63 @@
+"""Jobs that exist only for tests of the base task's delivery and failure policy.
+
+They run in a real ``workbench worker`` started with ``python -m tests.support.job_tasks worker``.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+
+import redis
+
+from workbench.errors import ClusterUnavailable
+from workbench.jobs.base import WorkbenchTask
+from workbench.jobs.celery_app import celery_app, current_config, worker_client
+
+ENTITY_INDEX = "test-job-entities"
+
+
+class EntityTask(WorkbenchTask):
+    abstract = True
+    status_index = ENTITY_INDEX
+    retry_backoff = 1
+    retry_jitter = False
+    max_retries = 2
+
+
+def _attempt(entity_id: str) -> int:
+    """Count deliveries of a job across processes (in Redis)."""
+    return int(redis.Redis.from_url(current_config().redis_url).incr(f"attempts:{entity_id}"))
+
+
+def _complete(entity_id: str, attempts: int) -> None:
+    worker_client().index(index=ENTITY_INDEX, id=entity_id, refresh=True,
+                          body={"status": "COMPLETED", "attempts": attempts})
+
+
+@celery_app.task(name="tests.always_fails", base=EntityTask)
+def always_fails(entity_id: str) -> None:
+    _attempt(entity_id)
+    raise ValueError("the input is not valid")
+
+
+@celery_app.task(name="tests.flaky", base=EntityTask)
+def flaky(entity_id: str, failures: int) -> None:
+    attempts = _attempt(entity_id)
+    if attempts <= failures:
+        raise ClusterUnavailable("OpenSearch cluster at http://127.0.0.1:1 is unreachable")
+    _complete(entity_id, attempts)
+
+
+@celery_app.task(name="tests.slow_once", base=EntityTask)
+def slow_once(entity_id: str) -> None:
+    attempts = _attempt(entity_id)
+    if attempts == 1:
+        time.sleep(60)  # the test kills the worker process here
+    _complete(entity_id, attempts)
+
+
+if __name__ == "__main__":
+    from workbench.cli import main
+
+    sys.exit(main())

@@ -1,0 +1,130 @@
+"""The workbench's own processes (API server, Celery worker) run as real subprocesses."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from contextlib import suppress
+from pathlib import Path
+
+import urllib3
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+class Proc:
+    """A subprocess with its combined output in a temporary log file."""
+
+    def __init__(self, args: list[str], env: dict[str, str], name: str) -> None:
+        self.log_path = Path(tempfile.mkstemp(prefix=f"{name}-", suffix=".log")[1])
+        self._log = self.log_path.open("wb")
+        self.proc = subprocess.Popen(
+            args, env=env, stdout=self._log, stderr=subprocess.STDOUT, cwd=REPO,
+            start_new_session=True,
+        )
+        self.name = name
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def stop(self, sig: int = signal.SIGTERM, timeout: float = 30) -> None:
+        if self.alive():
+            with suppress(ProcessLookupError):
+                os.killpg(self.proc.pid, sig)
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait(10)
+        self._log.close()
+
+
+def base_env(opensearch_url: str, redis_url: str, **extra: str) -> dict[str, str]:
+    env = dict(os.environ)
+    env.update(
+        OPENSEARCH_URL=opensearch_url,
+        REDIS_URL=redis_url,
+        WORKBENCH_LOG_LEVEL="INFO",
+        PYTHONUNBUFFERED="1",
+    )
+    env.update(extra)
+    return env
+
+
+class Server(Proc):
+    """``workbench serve`` on a free port; ``url`` is its base URL."""
+
+    def __init__(self, env: dict[str, str], workers: int = 2, wait_cluster: bool = True) -> None:
+        self.port = free_port()
+        env = dict(env, WORKBENCH_PORT=str(self.port), WORKBENCH_WEB_WORKERS=str(workers),
+                   WORKBENCH_HOST="127.0.0.1")
+        super().__init__([sys.executable, "-m", "workbench.cli", "serve"], env, "workbench-api")
+        self.url = f"http://127.0.0.1:{self.port}"
+        self._wait(wait_cluster)
+
+    def _wait(self, wait_cluster: bool, timeout: float = 90) -> None:
+        http = urllib3.PoolManager(retries=False, timeout=3)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if not self.alive():
+                raise RuntimeError(f"workbench serve exited:\n{self.log()[-4000:]}")
+            try:
+                status = http.request("GET", self.url + "/").status
+            except urllib3.exceptions.HTTPError:
+                time.sleep(0.2)
+                continue
+            if status == 200 or not wait_cluster:
+                return
+            time.sleep(0.2)
+        raise RuntimeError(f"workbench serve did not answer in {timeout}s:\n{self.log()[-4000:]}")
+
+    def worker_pids(self) -> list[int]:
+        """Pids of the gunicorn worker processes (children of the master)."""
+        import psutil
+
+        return [child.pid for child in psutil.Process(self.pid).children()]
+
+
+class Worker(Proc):
+    """``workbench worker`` consuming a queue of its own, so concurrent test runs never mix."""
+
+    def __init__(self, env: dict[str, str], queue: str | None = None,
+                 module: str = "workbench.cli", extra: list[str] | None = None) -> None:
+        self.queue = queue or env.get("WORKBENCH_QUEUE") or f"test-{uuid.uuid4().hex[:8]}"
+        env = dict(env, WORKBENCH_QUEUE=self.queue)
+        super().__init__([sys.executable, "-m", module, "worker", *(extra or [])], env,
+                         "workbench-worker")
+        self._wait(env)
+
+    def _wait(self, env: dict[str, str], timeout: float = 60) -> None:
+        from workbench.config import Config
+        from workbench.jobs.celery_app import configure
+
+        app = configure(Config.from_env(env))
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if not self.alive():
+                raise RuntimeError(f"workbench worker exited:\n{self.log()[-4000:]}")
+            replies = app.control.ping(timeout=1.0)
+            if any(self.queue in name for reply in replies for name in reply):
+                return
+        raise RuntimeError(f"worker did not answer a ping in {timeout}s:\n{self.log()[-4000:]}")

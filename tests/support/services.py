@@ -1,0 +1,74 @@
+"""Real OpenSearch and Redis for the tests.
+
+Order of preference: ``OPENSEARCH_URL`` / ``REDIS_URL`` from the environment; testcontainers'
+containers where a Docker engine answers; otherwise the project's own scripts
+(``scripts/opensearch.sh start``, ``scripts/redis.sh start``), which install and run them locally.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from collections.abc import Callable
+from contextlib import suppress
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+OPENSEARCH_IMAGE = "opensearchproject/opensearch:3.3.0"
+REDIS_IMAGE = "redis:7"
+
+_stops: list[Callable[[], None]] = []
+
+
+def docker_available() -> bool:
+    if not shutil.which("docker"):
+        return False
+    with suppress(Exception):
+        return subprocess.run(["docker", "info"], capture_output=True, timeout=10).returncode == 0
+    return False
+
+
+def _script(name: str) -> str:
+    """Run ``scripts/<name> start`` and return the URL it prints on its last line."""
+    result = subprocess.run(
+        [str(REPO / "scripts" / name), "start"], capture_output=True, text=True, timeout=900
+    )
+    if result.returncode != 0:
+        raise RuntimeError(f"scripts/{name} start failed:\n{result.stderr[-4000:]}")
+    return result.stdout.strip().splitlines()[-1]
+
+
+def opensearch_url() -> str:
+    if os.environ.get("OPENSEARCH_URL"):
+        return os.environ["OPENSEARCH_URL"].rstrip("/")
+    if docker_available():
+        from testcontainers.opensearch import OpenSearchContainer
+
+        container = OpenSearchContainer(OPENSEARCH_IMAGE, security_enabled=False)
+        container.start()
+        _stops.append(container.stop)
+        host = container.get_container_host_ip()
+        return f"http://{host}:{container.get_exposed_port(9200)}"
+    return _script("opensearch.sh")
+
+
+def redis_url() -> str:
+    if os.environ.get("REDIS_URL"):
+        return os.environ["REDIS_URL"]
+    if docker_available():
+        from testcontainers.redis import RedisContainer
+
+        container = RedisContainer(REDIS_IMAGE)
+        container.start()
+        _stops.append(container.stop)
+        host = container.get_container_host_ip()
+        return f"redis://{host}:{container.get_exposed_port(6379)}/0"
+    return _script("redis.sh")
+
+
+def stop_all() -> None:
+    """Stop containers this session started (local script services keep running for reuse)."""
+    while _stops:
+        with suppress(Exception):
+            _stops.pop()()

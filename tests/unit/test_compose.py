@@ -1,0 +1,52 @@
+"""docker-compose.yml agrees with config.py: known variables, valid values, wired services."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from workbench.config import Config, settings_table
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def compose() -> dict[str, Any]:
+    return yaml.safe_load((REPO / "docker-compose.yml").read_text())  # type: ignore[no-any-return]
+
+
+def test_services_are_all_there() -> None:
+    assert set(compose()["services"]) == {
+        "opensearch", "redis", "workbench-api", "workbench-worker", "dashboards",
+    }
+
+
+def test_workbench_environment_uses_only_known_settings_with_valid_values() -> None:
+    known = {f.metadata["env"] for f in settings_table()}
+    services = compose()["services"]
+    for name in ("workbench-api", "workbench-worker"):
+        environment = {k: str(v) for k, v in services[name]["environment"].items()}
+        assert set(environment) <= known, set(environment) - known
+        config = Config.from_env(environment, index_mappings_dir=str(REPO / "index_mappings"))
+        assert config.opensearch_url == "http://opensearch:9200"
+        assert config.redis_url == "redis://redis:6379/0"
+        assert environment["WORKBENCH_INDEX_MAPPINGS_DIR"] == "/app/index_mappings"
+    api = services["workbench-api"]
+    port = Config.from_env({k: str(v) for k, v in api["environment"].items()},
+                           index_mappings_dir=str(REPO / "index_mappings")).port
+    assert f"{port}:{port}" in api["ports"]
+    assert "workbench serve" in " ".join(api["command"])
+    assert "workbench worker" in " ".join(services["workbench-worker"]["command"])
+
+
+def test_opensearch_is_3x_without_security_and_dashboards_points_at_the_workbench() -> None:
+    services = compose()["services"]
+    opensearch = services["opensearch"]
+    assert ":${OPENSEARCH_VERSION:-3." in opensearch["image"]
+    assert opensearch["environment"]["DISABLE_SECURITY_PLUGIN"] == "true"
+    assert "9200:9200" in opensearch["ports"]
+    dashboards = services["dashboards"]["environment"]
+    api_port = services["workbench-api"]["environment"]["WORKBENCH_PORT"]
+    assert dashboards["OPENSEARCH_HOSTS"] == f'["http://workbench-api:{api_port}"]'
+    assert dashboards["DISABLE_SECURITY_DASHBOARDS_PLUGIN"] == "true"

@@ -1,0 +1,104 @@
+"""Settings parsing, credential redaction and the error envelope."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+
+from workbench.config import Config, ConfigError, redact_url, settings_table
+from workbench.errors import BadRequest, NotFound, envelope, snake_case
+from workbench.logs import RedactingFilter, redact
+
+
+def test_defaults_without_environment() -> None:
+    config = Config.from_env({})
+    assert config.opensearch_url == "http://localhost:9200"
+    assert config.redis_url == "redis://localhost:6379/0"
+    assert config.celery_broker_url == config.redis_url
+    assert config.max_request_bytes == 100 * 1024 * 1024
+    assert config.port == 9400
+
+
+def test_every_setting_has_an_env_variable_and_help() -> None:
+    envs = [f.metadata["env"] for f in settings_table()]
+    assert len(envs) == len(set(envs))
+    for f in settings_table():
+        assert f.metadata["help"].endswith(".")
+    assert "OPENSEARCH_URL" in envs and "REDIS_URL" in envs
+
+
+def test_values_are_parsed_from_the_environment() -> None:
+    config = Config.from_env({
+        "OPENSEARCH_URL": "https://search.example:9201/",
+        "OPENSEARCH_VERIFY_CERTS": "false",
+        "WORKBENCH_PORT": "8080",
+        "WORKBENCH_MAX_REQUEST_BYTES": "1024",
+        "CELERY_BROKER_URL": "redis://broker:6379/1",
+    })
+    assert config.opensearch_url == "https://search.example:9201"
+    assert config.opensearch_verify_certs is False
+    assert config.port == 8080
+    assert config.max_request_bytes == 1024
+    assert config.celery_broker_url == "redis://broker:6379/1"
+
+
+@pytest.mark.parametrize("env, variable", [
+    ({"WORKBENCH_PORT": "70000"}, "WORKBENCH_PORT"),
+    ({"WORKBENCH_WEB_WORKERS": "0"}, "WORKBENCH_WEB_WORKERS"),
+    ({"OPENSEARCH_VERIFY_CERTS": "maybe"}, "OPENSEARCH_VERIFY_CERTS"),
+    ({"OPENSEARCH_URL": "localhost"}, "OPENSEARCH_URL"),
+    ({"WORKBENCH_LOG_LEVEL": "LOUD"}, "WORKBENCH_LOG_LEVEL"),
+])
+def test_bad_values_name_the_variable(env: dict[str, str], variable: str) -> None:
+    with pytest.raises(ConfigError, match=variable):
+        Config.from_env(env)
+
+
+def test_credentials_never_show() -> None:
+    config = Config.from_env({
+        "OPENSEARCH_URL": "http://admin:hunter2@es:9200",
+        "REDIS_URL": "redis://:redispw@cache:6379/0",
+    })
+    text = repr(config)
+    assert "hunter2" not in text and "redispw" not in text
+    assert config.opensearch_base_url == "http://es:9200"
+    assert config.opensearch_auth == ("admin", "hunter2")
+    assert redact_url("redis://:pw@h:1/0") == "redis://h:1/0"
+    explicit = Config.from_env({"OPENSEARCH_USERNAME": "u", "OPENSEARCH_PASSWORD": "p"})
+    assert explicit.opensearch_auth == ("u", "p")
+    assert "'p'" not in repr(explicit)
+
+
+def test_log_filter_masks_credentials() -> None:
+    assert redact("connecting to http://admin:hunter2@es:9200/x") == \
+        "connecting to http://****@es:9200/x"
+    assert "abc123" not in redact("headers {'Authorization': 'Basic abc123=='}")
+    record = logging.LogRecord("t", logging.INFO, __file__, 1, "url %s", ("https://u:p@h/",),
+                               None)
+    RedactingFilter().filter(record)
+    assert record.getMessage() == "url https://****@h/"
+
+
+def test_envelope_shape() -> None:
+    assert envelope(400, "illegal_argument_exception", "bad") == {
+        "error": {
+            "root_cause": [{"type": "illegal_argument_exception", "reason": "bad"}],
+            "type": "illegal_argument_exception",
+            "reason": "bad",
+        },
+        "status": 400,
+    }
+    assert NotFound("Document not found: x").body()["status"] == 404
+    assert BadRequest("x").body()["error"]["type"] == "illegal_argument_exception"
+    assert snake_case("IllegalArgumentException") == "illegal_argument_exception"
+    assert snake_case("ValueError") == "value_error"
+
+
+def test_readme_configuration_table_is_the_generated_one() -> None:
+    from pathlib import Path
+
+    from workbench.config import markdown_table
+
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    assert markdown_table() in readme

@@ -1,0 +1,102 @@
+"""``create_app``: config -> logging -> services -> celery -> blueprints -> error handlers."""
+
+from __future__ import annotations
+
+import logging
+
+from flask import Flask, Response, request
+from werkzeug.exceptions import HTTPException, RequestEntityTooLarge
+
+from workbench.api import json_response
+from workbench.api import proxy as proxy_api
+from workbench.config import Config
+from workbench.errors import (
+    MethodNotAllowedError,
+    PayloadTooLarge,
+    TextError,
+    WorkbenchError,
+    envelope,
+    snake_case,
+)
+from workbench.jobs.celery_app import configure as configure_celery
+from workbench.logs import setup_logging
+from workbench.services import Services
+
+log = logging.getLogger(__name__)
+
+
+def create_app(config: Config | None = None) -> Flask:
+    """Build the WSGI app. Services connect lazily, so this never blocks on the cluster."""
+    config = config or Config.from_env()
+    setup_logging(config.log_level)
+    app = Flask("workbench")
+    app.config["MAX_CONTENT_LENGTH"] = config.max_request_bytes
+    app.url_map.strict_slashes = False
+    app.url_map.merge_slashes = False
+    app.extensions["workbench"] = Services(config)
+    configure_celery(config)
+    proxy_api.install(app)  # last: the catch-all
+    _register_error_handlers(app, config)
+
+    @app.after_request
+    def echo_opaque_id(response: Response) -> Response:
+        opaque = request.headers.get("X-Opaque-Id")
+        if opaque and "X-Opaque-Id" not in response.headers:
+            response.headers["X-Opaque-Id"] = opaque
+        return response
+
+    return app
+
+
+def _register_error_handlers(app: Flask, config: Config) -> None:
+    @app.errorhandler(WorkbenchError)
+    def workbench_error(exc: WorkbenchError) -> Response:
+        response = json_response(exc.body(), exc.status)
+        if isinstance(exc, MethodNotAllowedError):
+            response.headers["Allow"] = ", ".join(exc.allowed)
+        return response
+
+    @app.errorhandler(TextError)
+    def text_error(exc: TextError) -> Response:
+        return Response(exc.text, status=exc.status, content_type="text/plain; charset=UTF-8")
+
+    @app.errorhandler(RequestEntityTooLarge)
+    def too_large(_: RequestEntityTooLarge) -> Response:
+        _discard_body(config.max_request_bytes)
+        exc = PayloadTooLarge(
+            f"Request body is larger than the limit of {config.max_request_bytes} bytes "
+            "(WORKBENCH_MAX_REQUEST_BYTES)"
+        )
+        return json_response(exc.body(), exc.status)
+
+    @app.errorhandler(HTTPException)
+    def http_error(exc: HTTPException) -> Response:
+        status = exc.code or 500
+        return json_response(
+            envelope(status, snake_case(type(exc).__name__) + "_exception", exc.description or ""),
+            status,
+        )
+
+    @app.errorhandler(Exception)
+    def unexpected(exc: Exception) -> Response:
+        log.exception("unexpected error on %s %s", request.method, request.path)
+        return json_response(
+            envelope(500, snake_case(type(exc).__name__), str(exc) or type(exc).__name__), 500
+        )
+
+
+def _discard_body(limit: int) -> None:
+    """Read and drop the rest of a rejected body (bounded), so that clients that send the
+    whole body before reading the answer see the 413 instead of a reset connection."""
+    stream = request.environ.get("wsgi.input")
+    if stream is None:
+        return
+    remaining = max(limit, 64 * 1024 * 1024)
+    try:
+        while remaining > 0:
+            chunk = stream.read(min(1024 * 1024, remaining))
+            if not chunk:
+                return
+            remaining -= len(chunk)
+    except Exception:  # noqa: BLE001 - the client went away; nothing left to protect
+        return

@@ -1,0 +1,165 @@
+"""The ``workbench`` command: serve, worker, init-indices, load-demo, status."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from typing import Any
+
+from workbench.config import Config, ConfigError
+from workbench.logs import setup_logging
+
+log = logging.getLogger("workbench")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="workbench", description="OpenSearch-compatible Search Relevance Workbench"
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    serve = sub.add_parser("serve", help="run the API server (gunicorn)")
+    serve.add_argument("--host", help="listen address (WORKBENCH_HOST)")
+    serve.add_argument("--port", type=int, help="listen port (WORKBENCH_PORT)")
+    serve.add_argument("--workers", type=int, help="processes (WORKBENCH_WEB_WORKERS)")
+
+    worker = sub.add_parser("worker", help="run a Celery worker that executes jobs")
+    worker.add_argument("--concurrency", type=int,
+                        help="jobs at once (WORKBENCH_WORKER_CONCURRENCY)")
+
+    sub.add_parser("init-indices", help="create the system indices (idempotent)")
+
+    demo = sub.add_parser("load-demo", help="index the demo product catalogue and UBI data")
+    demo.add_argument("--products", help="ubi_ecommerce_products.json.gz (JSON lines, gzipped)")
+    demo.add_argument("--products-index", default="ecommerce")
+    demo.add_argument("--ubi", help="ubi_queries_events.ndjson (bulk NDJSON)")
+
+    sub.add_parser("status", help="check the cluster, Redis and the workers")
+
+    show = sub.add_parser("config", help="print the effective settings (secrets masked)")
+    show.add_argument("--markdown", action="store_true", help="the README's settings table")
+
+    args = parser.parse_args(argv)
+    try:
+        config = Config.from_env()
+    except ConfigError as exc:
+        print(f"workbench: configuration error: {exc}", file=sys.stderr)
+        return 2
+    setup_logging(config.log_level)
+    handler = {
+        "serve": _serve,
+        "worker": _worker,
+        "init-indices": _init_indices,
+        "load-demo": _load_demo,
+        "status": _status,
+        "config": _show_config,
+    }[args.command]
+    return handler(config, args)
+
+
+def _serve(config: Config, args: argparse.Namespace) -> int:
+    from workbench.server import run_server
+
+    overrides: dict[str, Any] = {}
+    if args.host:
+        overrides["host"] = args.host
+    if args.port is not None:
+        overrides["port"] = args.port
+    if args.workers:
+        overrides["web_workers"] = args.workers
+    config = config.with_overrides(**overrides)
+    _try_init_indices(config)
+    run_server(config)
+    return 0
+
+
+def _worker(config: Config, args: argparse.Namespace) -> int:
+    from workbench.jobs.celery_app import configure
+
+    if args.concurrency:
+        config = config.with_overrides(worker_concurrency=args.concurrency)
+    _try_init_indices(config)
+    app = configure(config)
+    app.worker_main(
+        [
+            "worker",
+            "--loglevel", config.log_level,
+            "--concurrency", str(config.worker_concurrency),
+            "--queues", config.task_queue,
+            "--hostname", f"workbench@%h-{config.task_queue}",
+            "--without-gossip",
+            "--without-mingle",
+        ]
+    )
+    return 0
+
+
+def _init_indices(config: Config, _: argparse.Namespace) -> int:
+    from workbench.store.bootstrap import ensure_indices
+    from workbench.store.client import make_client
+
+    created = ensure_indices(make_client(config), config.index_mappings_dir)
+    print("created: " + (", ".join(created) if created else "nothing (all indices exist)"))
+    return 0
+
+
+def _try_init_indices(config: Config) -> None:
+    """Create the system indices at start-up when the cluster answers.
+
+    A cluster that is down does not stop the process: the proxy answers 503 until it returns,
+    and the indices are created on first use (``Services.ensure_indices``).
+    """
+    from workbench.store.bootstrap import ensure_indices
+    from workbench.store.client import make_client
+
+    try:
+        created = ensure_indices(make_client(config), config.index_mappings_dir)
+    except Exception as exc:  # noqa: BLE001 - any failure: leave it to first use
+        log.warning(
+            "could not create system indices on %s (%s); will retry on first use",
+            config.opensearch_url_safe, type(exc).__name__,
+        )
+        return
+    if created:
+        log.info("created system indices: %s", ", ".join(created))
+
+
+def _load_demo(config: Config, args: argparse.Namespace) -> int:
+    from workbench.demo import load_demo
+
+    if not args.products and not args.ubi:
+        print("workbench load-demo: give --products and/or --ubi", file=sys.stderr)
+        return 2
+    report = load_demo(config, args.products, args.products_index, args.ubi)
+    for index, count in report.items():
+        print(f"{index}: {count} documents")
+    return 0
+
+
+def _show_config(config: Config, args: argparse.Namespace) -> int:
+    from dataclasses import fields
+
+    from workbench.config import markdown_table
+
+    if args.markdown:
+        print(markdown_table())
+        return 0
+    safe = config.safe_items()
+    for f in fields(config):
+        print(f"{f.metadata['env']}={'' if safe[f.name] is None else safe[f.name]}")
+    return 0
+
+
+def _status(config: Config, _: argparse.Namespace) -> int:
+    from workbench.health import check_all
+
+    ok = True
+    for name, (healthy, detail) in check_all(config).items():
+        ok &= healthy
+        print(f"{name:<10} {'ok' if healthy else 'DOWN':<5} {detail}")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

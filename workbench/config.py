@@ -1,0 +1,223 @@
+"""Every workbench setting in one place: its default, its environment variable, its meaning.
+
+The fields of ``Config`` are the single source: ``Config.from_env`` reads them, ``settings_table``
+renders the README's configuration table, and the docker-compose test checks against them.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import Field, dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any
+from urllib.parse import unquote, urlsplit, urlunsplit
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+class ConfigError(ValueError):
+    """A setting has a value the workbench cannot use."""
+
+
+def _bool(raw: str) -> bool:
+    value = raw.strip().lower()
+    if value in ("1", "true", "yes", "on"):
+        return True
+    if value in ("0", "false", "no", "off", ""):
+        return False
+    raise ValueError(f"expected true or false, got {raw!r}")
+
+
+def _positive_int(raw: str) -> int:
+    value = int(raw)
+    if value <= 0:
+        raise ValueError(f"expected a positive integer, got {raw!r}")
+    return value
+
+
+def _positive_float(raw: str) -> float:
+    value = float(raw)
+    if value <= 0:
+        raise ValueError(f"expected a positive number, got {raw!r}")
+    return value
+
+
+def _port(raw: str) -> int:
+    value = int(raw)
+    if not 0 < value < 65536:
+        raise ValueError(f"expected a TCP port, got {raw!r}")
+    return value
+
+
+def _url(raw: str) -> str:
+    parts = urlsplit(raw.strip())
+    if not parts.scheme or not parts.netloc:
+        raise ValueError(f"expected a URL such as http://localhost:9200, got {raw!r}")
+    return raw.strip().rstrip("/")
+
+
+def _str(raw: str) -> str:
+    return raw
+
+
+def _optional_str(raw: str) -> str | None:
+    return raw or None
+
+
+def setting(default: Any, env: str, parse: Any, help: str, secret: bool = False) -> Any:
+    """Declare a Config field together with its environment variable, parser and meaning."""
+    return field(
+        default=default,
+        repr=not secret,
+        metadata={"env": env, "parse": parse, "help": help, "secret": secret},
+    )
+
+
+@dataclass(frozen=True, repr=False)
+class Config:
+    """Validated settings; build it with ``Config.from_env()`` or ``Config(**overrides)``."""
+
+    opensearch_url: str = setting(
+        "http://localhost:9200", "OPENSEARCH_URL", _url,
+        "URL of the OpenSearch cluster the workbench fronts.")
+    opensearch_username: str | None = setting(
+        None, "OPENSEARCH_USERNAME", _optional_str,
+        "User for HTTP basic auth to the cluster (used when a request brings none).")
+    opensearch_password: str | None = setting(
+        None, "OPENSEARCH_PASSWORD", _optional_str,
+        "Password for that user. Never logged or returned.", secret=True)
+    opensearch_verify_certs: bool = setting(
+        True, "OPENSEARCH_VERIFY_CERTS", _bool, "Verify the cluster's TLS certificate.")
+    opensearch_ca_certs: str | None = setting(
+        None, "OPENSEARCH_CA_CERTS", _optional_str,
+        "CA bundle file for the cluster's TLS certificate.")
+    opensearch_timeout: float = setting(
+        120.0, "OPENSEARCH_TIMEOUT", _positive_float,
+        "Seconds to wait for the cluster to answer one request.")
+    redis_url: str = setting(
+        "redis://localhost:6379/0", "REDIS_URL", _url,
+        "Redis: the Celery broker and the workbench's shared state.")
+    broker_url: str | None = setting(
+        None, "CELERY_BROKER_URL", _optional_str, "Celery broker URL; defaults to REDIS_URL.")
+    task_queue: str = setting(
+        "workbench", "WORKBENCH_QUEUE", _str,
+        "Celery queue that jobs are sent to and workers consume.")
+    host: str = setting("127.0.0.1", "WORKBENCH_HOST", _str, "Address the API server listens on.")
+    port: int = setting(9400, "WORKBENCH_PORT", _port, "Port the API server listens on.")
+    web_workers: int = setting(
+        4, "WORKBENCH_WEB_WORKERS", _positive_int, "Gunicorn worker processes of the API server.")
+    web_threads: int = setting(
+        16, "WORKBENCH_WEB_THREADS", _positive_int,
+        "Threads per API worker process (concurrent requests per process).")
+    worker_concurrency: int = setting(
+        2, "WORKBENCH_WORKER_CONCURRENCY", _positive_int, "Jobs one Celery worker runs at once.")
+    max_request_bytes: int = setting(
+        100 * 1024 * 1024, "WORKBENCH_MAX_REQUEST_BYTES", _positive_int,
+        "Largest request body accepted, in bytes (OpenSearch's default is 100 MB).")
+    job_timeout: int = setting(
+        3600, "WORKBENCH_JOB_TIMEOUT", _positive_int,
+        "Seconds after which a job still PROCESSING is considered lost and ends ERROR.")
+    log_level: str = setting(
+        "INFO", "WORKBENCH_LOG_LEVEL", _str, "Log level: DEBUG, INFO, WARNING or ERROR.")
+    index_mappings_dir: str = setting(
+        str(REPO_ROOT / "index_mappings"), "WORKBENCH_INDEX_MAPPINGS_DIR", _str,
+        "Folder of the system-index mapping files.")
+
+    @classmethod
+    def from_env(cls, environ: dict[str, str] | None = None, **overrides: Any) -> Config:
+        """Read every setting from the environment; a bad value raises ConfigError naming it."""
+        env = os.environ if environ is None else environ
+        values: dict[str, Any] = {}
+        for f in fields(cls):
+            raw = env.get(f.metadata["env"])
+            if raw is None:
+                continue
+            try:
+                values[f.name] = f.metadata["parse"](raw)
+            except ValueError as exc:
+                raise ConfigError(f"{f.metadata['env']}: {exc}") from None
+        values.update(overrides)
+        config = cls(**values)
+        config.validate()
+        return config
+
+    def validate(self) -> None:
+        if self.log_level.upper() not in ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"):
+            raise ConfigError(f"WORKBENCH_LOG_LEVEL: unknown level {self.log_level!r}")
+        if not Path(self.index_mappings_dir).is_dir():
+            raise ConfigError(
+                f"WORKBENCH_INDEX_MAPPINGS_DIR: {self.index_mappings_dir} is not a folder"
+            )
+
+    def with_overrides(self, **overrides: Any) -> Config:
+        return replace(self, **overrides)
+
+    @property
+    def celery_broker_url(self) -> str:
+        return self.broker_url or self.redis_url
+
+    def __repr__(self) -> str:
+        return f"Config({self.safe_items()!r})"
+
+    @property
+    def opensearch_base_url(self) -> str:
+        """The cluster URL without credentials: what requests are sent to."""
+        return redact_url(self.opensearch_url)
+
+    @property
+    def opensearch_auth(self) -> tuple[str, str] | None:
+        """Basic-auth pair from OPENSEARCH_USERNAME/PASSWORD, else from the URL's user info."""
+        if self.opensearch_username:
+            return (self.opensearch_username, self.opensearch_password or "")
+        parts = urlsplit(self.opensearch_url)
+        if parts.username:
+            return (unquote(parts.username), unquote(parts.password or ""))
+        return None
+
+    @property
+    def opensearch_url_safe(self) -> str:
+        """The cluster URL with any credentials removed, for messages and logs."""
+        return redact_url(self.opensearch_url)
+
+    def safe_items(self) -> dict[str, Any]:
+        """Settings for display: secrets masked, URLs without credentials."""
+        out: dict[str, Any] = {}
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if f.metadata["secret"] and value:
+                value = "****"
+            elif isinstance(value, str) and "://" in value:
+                value = redact_url(value)
+            out[f.name] = value
+        return out
+
+
+def redact_url(url: str) -> str:
+    """Drop ``user:password@`` from a URL so it can be shown."""
+    parts = urlsplit(url)
+    if parts.username is None and parts.password is None:
+        return url
+    host = parts.hostname or ""
+    if parts.port:
+        host = f"{host}:{parts.port}"
+    return urlunsplit((parts.scheme, host, parts.path, parts.query, parts.fragment))
+
+
+def settings_table() -> list[Field[Any]]:
+    """The Config fields in declaration order, each with env/help/secret in ``metadata``."""
+    return list(fields(Config))
+
+
+def markdown_table() -> str:
+    """The README's configuration table, rendered from the Config fields."""
+    rows = ["| Variable | Default | Meaning |", "|---|---|---|"]
+    for f in settings_table():
+        default = f.default
+        if f.name == "index_mappings_dir":
+            default = "`index_mappings/` of this checkout"
+        elif default is None:
+            default = "(unset)"
+        else:
+            default = f"`{default}`"
+        rows.append(f"| `{f.metadata['env']}` | {default} | {f.metadata['help']} |")
+    return "\n".join(rows)

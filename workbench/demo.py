@@ -1,0 +1,74 @@
+"""``workbench load-demo``: the demo product catalogue and the ESCI UBI queries and events."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from opensearchpy import OpenSearch
+from opensearchpy.helpers import streaming_bulk
+
+from workbench.config import Config
+from workbench.store.bootstrap import ensure_index, load_spec
+from workbench.store.client import make_client
+
+BATCH = 1000
+
+
+def load_demo(
+    config: Config, products: str | None, products_index: str, ubi: str | None
+) -> dict[str, int]:
+    """Index what was given; returns the document count of every index written."""
+    client = make_client(config)
+    written: list[str] = []
+    if products:
+        ensure_index(client, load_spec(config.index_mappings_dir, "demo/ecommerce.json"),
+                     products_index)
+        _bulk(client, _product_actions(Path(products), products_index))
+        written.append(products_index)
+    if ubi:
+        for name in ("ubi_queries", "ubi_events"):
+            ensure_index(client, load_spec(config.index_mappings_dir, f"ubi/{name}.json"))
+        written.extend(_bulk(client, _ndjson_actions(Path(ubi))))
+    client.indices.refresh(index=",".join(sorted(set(written))))
+    return {name: client.count(index=name)["count"] for name in sorted(set(written))}
+
+
+def _bulk(client: OpenSearch, actions: Iterator[dict[str, Any]]) -> list[str]:
+    indices: set[str] = set()
+    for ok, item in streaming_bulk(client, actions, chunk_size=BATCH, raise_on_error=True,
+                                   request_timeout=120):
+        if ok:
+            indices.add(next(iter(item.values()))["_index"])
+    return sorted(indices)
+
+
+def _open(path: Path) -> Any:
+    return gzip.open(path, "rt", encoding="utf-8") if path.suffix == ".gz" else path.open()
+
+
+def _product_actions(path: Path, index: str) -> Iterator[dict[str, Any]]:
+    """JSON lines whose documents carry their ``_id`` (as Dashboards' sample file does)."""
+    with _open(path) as lines:
+        for line in lines:
+            if not line.strip():
+                continue
+            doc = json.loads(line)
+            doc_id = doc.pop("_id", None) or doc.get("asin")
+            yield {"_op_type": "index", "_index": index, "_id": doc_id, "_source": doc}
+
+
+def _ndjson_actions(path: Path) -> Iterator[dict[str, Any]]:
+    """A bulk NDJSON file: action line, then document line."""
+    with _open(path) as lines:
+        for line in lines:
+            if not line.strip():
+                continue
+            action = json.loads(line)
+            (op, meta), = action.items()
+            source = json.loads(next(lines))
+            yield {"_op_type": op, "_index": meta["_index"], "_id": meta.get("_id"),
+                   "_source": source}

@@ -1,0 +1,124 @@
+"""The workbench's exception tree and OpenSearch's error envelope.
+
+Every error a client sees is either the envelope
+``{"error": {"root_cause": [...], "type": ..., "reason": ...}, "status": N}`` or, where the SRW
+contract says so, a plain-text body (``TextError``).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+
+def envelope(
+    status: int, error_type: str, reason: str, caused_by: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """OpenSearch's error body for one exception."""
+    error: dict[str, Any] = {
+        "root_cause": [{"type": error_type, "reason": reason}],
+        "type": error_type,
+        "reason": reason,
+    }
+    if caused_by:
+        error["caused_by"] = caused_by
+        error["root_cause"] = [caused_by]
+    return {"error": error, "status": status}
+
+
+def snake_case(name: str) -> str:
+    """``IllegalArgumentException`` -> ``illegal_argument_exception`` (OpenSearch's type names)."""
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
+
+
+class WorkbenchError(Exception):
+    """An error with an HTTP status and an OpenSearch exception type."""
+
+    status: int = 500
+    error_type: str = "search_relevance_exception"
+
+    def __init__(
+        self,
+        reason: str,
+        status: int | None = None,
+        error_type: str | None = None,
+        caused_by: dict[str, Any] | None = None,
+    ) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        if status is not None:
+            self.status = status
+        if error_type is not None:
+            self.error_type = error_type
+        self.caused_by = caused_by
+
+    def body(self) -> dict[str, Any]:
+        return envelope(self.status, self.error_type, self.reason, self.caused_by)
+
+
+class BadRequest(WorkbenchError):
+    """The client sent something invalid (400, ``illegal_argument_exception``)."""
+
+    status = 400
+    error_type = "illegal_argument_exception"
+
+
+class ParseError(BadRequest):
+    """The body is not valid JSON or is missing (400, ``parse_exception``)."""
+
+    error_type = "parse_exception"
+
+
+class NotFound(WorkbenchError):
+    """A referenced entity does not exist (404, ``resource_not_found_exception``)."""
+
+    status = 404
+    error_type = "resource_not_found_exception"
+
+
+class Conflict(WorkbenchError):
+    """The entity is in a state that forbids the request (409)."""
+
+    status = 409
+    error_type = "search_relevance_exception"
+
+
+class MethodNotAllowedError(WorkbenchError):
+    """A known path with the wrong method (405); the response carries ``Allow``."""
+
+    status = 405
+    error_type = "method_not_allowed_exception"
+
+    def __init__(self, reason: str, allowed: list[str]) -> None:
+        super().__init__(reason)
+        self.allowed = allowed
+
+
+class PayloadTooLarge(WorkbenchError):
+    """The request body is over the configured limit (413)."""
+
+    status = 413
+    error_type = "content_too_long_exception"
+
+
+class ClusterUnavailable(WorkbenchError):
+    """The cluster cannot be reached (503); the reason names its URL, never credentials."""
+
+    status = 503
+    error_type = "cluster_unavailable_exception"
+
+
+class ClusterTimeout(WorkbenchError):
+    """The cluster accepted the connection but did not answer in time (504)."""
+
+    status = 504
+    error_type = "timeout_exception"
+
+
+class TextError(Exception):
+    """An answer the SRW contract gives as a bare ``text/plain`` body, e.g. the workbench gate."""
+
+    def __init__(self, status: int, text: str) -> None:
+        super().__init__(text)
+        self.status = status
+        self.text = text

@@ -1,0 +1,79 @@
+"""The base class of every job: it owns delivery and failure policy, tasks own only their work.
+
+* Acknowledged late and rejected when the worker process dies, so a job interrupted by a crash
+  is delivered again (jobs are idempotent: they take an entity id and overwrite its result).
+* Transient faults (cluster or broker unreachable) are retried with exponential backoff.
+* A job that fails for good writes ``status: ERROR`` and its reason into the entity document.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from celery import Task
+from opensearchpy.exceptions import ConnectionError as OpenSearchConnectionError
+from opensearchpy.exceptions import ConnectionTimeout
+
+from workbench.errors import ClusterUnavailable
+from workbench.jobs.celery_app import worker_client
+
+log = logging.getLogger(__name__)
+
+TRANSIENT = (OpenSearchConnectionError, ConnectionTimeout, ClusterUnavailable)
+
+
+def failure_reason(exc: BaseException) -> str:
+    """A one-line reason for ``metadata.error``: the message, or the exception type."""
+    text = str(exc).strip() or type(exc).__name__
+    return text.splitlines()[0][:2000]
+
+
+class WorkbenchTask(Task):
+    """Subclasses set ``status_index`` and may override ``error_fields``."""
+
+    abstract = True
+    acks_late = True
+    reject_on_worker_lost = True
+    autoretry_for = TRANSIENT
+    max_retries = 4
+    retry_backoff = 2
+    retry_backoff_max = 60
+    retry_jitter = True
+
+    #: index holding the entity whose id is the job's first argument
+    status_index: str | None = None
+
+    def error_fields(self, reason: str) -> dict[str, Any]:
+        """The fields written when the job fails for good."""
+        return {"status": "ERROR", "metadata": {"error": reason}}
+
+    def on_failure(
+        self, exc: BaseException, task_id: str, args: tuple[Any, ...], kwargs: dict[str, Any],
+        einfo: Any,
+    ) -> None:
+        entity_id = args[0] if args else kwargs.get("entity_id")
+        reason = failure_reason(exc)
+        log.error("job %s for %s failed: %s", self.name, entity_id, reason)
+        if self.status_index and entity_id:
+            self.mark_failed(str(entity_id), reason)
+
+    def mark_failed(self, entity_id: str, reason: str) -> None:
+        """Write ERROR and the reason; never raises (the job is already lost)."""
+        try:
+            # Top-level keys are replaced whole (``metadata`` becomes just the error), as the
+            # contract's ERROR documents have it; a partial ``doc`` update would merge them.
+            worker_client().update(
+                index=self.status_index,
+                id=entity_id,
+                body={
+                    "script": {
+                        "source": "ctx._source.putAll(params.fields)",
+                        "params": {"fields": self.error_fields(reason)},
+                    }
+                },
+                refresh=True,
+                retry_on_conflict=3,
+            )
+        except Exception:
+            log.exception("could not record the failure of %s", entity_id)

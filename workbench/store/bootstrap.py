@@ -1,0 +1,61 @@
+"""Create the workbench's indices from ``index_mappings/*.json``, idempotently.
+
+Safe when several processes start at once: index creation is atomic in the cluster, and an
+``resource_already_exists_exception`` from a racing process counts as success.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from opensearchpy import OpenSearch
+from opensearchpy.exceptions import RequestError
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class IndexSpec:
+    """One index: its name and the body that creates it (settings + mappings)."""
+
+    name: str
+    body: dict[str, Any]
+
+
+def load_specs(folder: str | Path) -> list[IndexSpec]:
+    """Every ``*.json`` directly in ``folder`` (system indices; ``ubi/`` is separate)."""
+    specs = []
+    for path in sorted(Path(folder).glob("*.json")):
+        data = json.loads(path.read_text())
+        specs.append(IndexSpec(data["index"], {k: data[k] for k in ("settings", "mappings")}))
+    return specs
+
+
+def load_spec(folder: str | Path, relative: str) -> IndexSpec:
+    """One mapping file, e.g. ``ubi/ubi_queries.json``."""
+    data = json.loads((Path(folder) / relative).read_text())
+    return IndexSpec(data["index"], {k: data[k] for k in ("settings", "mappings")})
+
+
+def ensure_index(client: OpenSearch, spec: IndexSpec, name: str | None = None) -> bool:
+    """Create the index unless it exists. True when this call created it."""
+    index = name or spec.name
+    if client.indices.exists(index=index):
+        return False
+    try:
+        client.indices.create(index=index, body=spec.body)
+    except RequestError as exc:
+        if exc.error in ("resource_already_exists_exception", "index_already_exists_exception"):
+            return False
+        raise
+    log.info("created index %s", index)
+    return True
+
+
+def ensure_indices(client: OpenSearch, folder: str | Path) -> list[str]:
+    """Create every missing system index; returns the names created by this call."""
+    return [spec.name for spec in load_specs(folder) if ensure_index(client, spec)]

@@ -1,0 +1,27 @@
+"""The opensearch-py client the workbench's own code uses (the proxy uses ``upstream``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from opensearchpy import OpenSearch
+
+from workbench.config import Config
+
+
+def make_client(config: Config) -> OpenSearch:
+    """A client for the configured cluster; credentials come from the config, never from logs."""
+    kwargs: dict[str, Any] = {
+        "hosts": [config.opensearch_base_url],
+        "timeout": config.opensearch_timeout,
+        "max_retries": 0,
+        "retry_on_timeout": False,
+        "verify_certs": config.opensearch_verify_certs,
+        "ssl_show_warn": False,
+        "http_compress": False,
+    }
+    if config.opensearch_ca_certs:
+        kwargs["ca_certs"] = config.opensearch_ca_certs
+    if config.opensearch_auth:
+        kwargs["http_auth"] = config.opensearch_auth
+    return OpenSearch(**kwargs)

@@ -1,0 +1,160 @@
+"""Raw HTTP access to the cluster for the pass-through proxy: bytes in, bytes out, streamed.
+
+opensearch-py parses and re-serialises bodies, which the pass-through must never do, so the proxy
+uses one urllib3 connection pool per process instead.
+"""
+
+from __future__ import annotations
+
+import base64
+import ssl
+from collections.abc import Iterable, Iterator
+from typing import IO
+from urllib.parse import urlsplit
+
+import urllib3
+from urllib3.exceptions import (
+    ConnectTimeoutError,
+    MaxRetryError,
+    ProtocolError,
+    ReadTimeoutError,
+)
+
+from workbench.config import Config
+from workbench.errors import ClusterTimeout, ClusterUnavailable
+
+CHUNK = 64 * 1024
+
+# RFC 9110 §7.6.1 hop-by-hop headers, plus those the proxy itself sets or must not forward.
+HOP_BY_HOP = frozenset(
+    {
+        "connection",
+        "keep-alive",
+        "proxy-authenticate",
+        "proxy-authorization",
+        "proxy-connection",
+        "te",
+        "trailer",
+        "trailers",
+        "transfer-encoding",
+        "upgrade",
+    }
+)
+NOT_FORWARDED_REQUEST = HOP_BY_HOP | {"host", "content-length", "expect"}
+
+
+def hop_by_hop(headers: Iterable[tuple[str, str]]) -> set[str]:
+    """Names to drop: the fixed set plus any listed in ``Connection``."""
+    names = set(HOP_BY_HOP)
+    for name, value in headers:
+        if name.lower() == "connection":
+            names.update(token.strip().lower() for token in value.split(",") if token.strip())
+    return names
+
+
+class Upstream:
+    """A keep-alive connection pool to the cluster, shared by the threads of one process."""
+
+    def __init__(self, config: Config, maxsize: int = 32) -> None:
+        self.config = config
+        self.base_url = config.opensearch_base_url
+        parts = urlsplit(self.base_url)
+        self.path_prefix = parts.path.rstrip("/")
+        kwargs: dict[str, object] = {
+            "maxsize": maxsize,
+            "block": False,
+            "retries": False,
+            "timeout": urllib3.Timeout(connect=10.0, read=config.opensearch_timeout),
+        }
+        if parts.scheme == "https":
+            if config.opensearch_verify_certs:
+                kwargs["cert_reqs"] = ssl.CERT_REQUIRED
+                if config.opensearch_ca_certs:
+                    kwargs["ca_certs"] = config.opensearch_ca_certs
+            else:
+                kwargs["cert_reqs"] = ssl.CERT_NONE
+                kwargs["assert_hostname"] = False
+        self.pool = urllib3.connection_from_url(self.base_url, **kwargs)
+        auth = config.opensearch_auth
+        self.default_authorization = (
+            "Basic " + base64.b64encode(f"{auth[0]}:{auth[1]}".encode()).decode()
+            if auth
+            else None
+        )
+
+    def request(
+        self,
+        method: str,
+        target: str,
+        headers: list[tuple[str, str]],
+        body: IO[bytes] | Iterator[bytes] | bytes | None,
+        content_length: int | None,
+    ) -> urllib3.BaseHTTPResponse:
+        """Send one request; ``target`` is the raw path and query exactly as the client sent it.
+
+        The response body is not read: the caller streams it with ``stream_body``.
+        """
+        drop = hop_by_hop(headers) | NOT_FORWARDED_REQUEST
+        out = urllib3.HTTPHeaderDict()
+        for name, value in headers:
+            if name.lower() not in drop:
+                out.add(name, value)
+        if self.default_authorization and "authorization" not in out:
+            out["Authorization"] = self.default_authorization
+        chunked = False
+        if content_length is not None:
+            out["Content-Length"] = str(content_length)
+        elif body is not None:
+            chunked = True
+        try:
+            return self.pool.urlopen(
+                method,
+                self.path_prefix + target,
+                body=body,
+                headers=out,
+                chunked=chunked,
+                preload_content=False,
+                decode_content=False,
+                redirect=False,
+                retries=False,
+                assert_same_host=False,
+            )
+        except ReadTimeoutError as exc:
+            raise ClusterTimeout(
+                f"OpenSearch cluster at {self.base_url} did not answer within "
+                f"{self.config.opensearch_timeout:g}s"
+            ) from exc
+        except (ConnectTimeoutError, MaxRetryError, ProtocolError, ConnectionError) as exc:
+            # NewConnectionError (refused, unknown host) is a ConnectTimeoutError in urllib3.
+            raise ClusterUnavailable(
+                f"OpenSearch cluster at {self.base_url} is unreachable: {_cause(exc)}"
+            ) from exc
+
+
+def stream_body(response: urllib3.BaseHTTPResponse) -> Iterator[bytes]:
+    """Yield the raw (still encoded) body; return the connection to the pool when done."""
+    complete = False
+    try:
+        yield from response.stream(CHUNK, decode_content=False)
+        complete = True
+    finally:
+        if not complete:
+            response.close()
+        response.release_conn()
+
+
+def _cause(exc: BaseException) -> str:
+    """A short reason without URLs that could carry credentials."""
+    inner: BaseException = exc
+    while getattr(inner, "reason", None) is not None and isinstance(inner.reason, BaseException):  # type: ignore[attr-defined]
+        inner = inner.reason  # type: ignore[attr-defined]
+    while inner.__cause__ is not None:
+        inner = inner.__cause__
+    text = str(inner)
+    if "refused" in text:
+        return "connection refused"
+    if "Name or service not known" in text or "nodename nor servname" in text:
+        return "host name not found"
+    if isinstance(inner, ConnectTimeoutError) or "timed out" in text:
+        return "connection timed out"
+    return type(inner).__name__
