@@ -13,9 +13,8 @@ from typing import Any
 import pytest
 from opensearchpy import OpenSearch
 
+from tests.support.data import ESCI, UBI_SAMPLE
 from tests.support.processes import REPO
-
-DATA = REPO.parent / "shared" / "data"
 
 
 def run_cli(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
@@ -81,9 +80,9 @@ def test_load_demo_indexes_products_and_ubi(env, direct: OpenSearch) -> None:
     try:
         result = run_cli(
             env, "load-demo",
-            "--products", str(DATA / "ubi-sample" / "ubi_ecommerce_products.json.gz"),
+            "--products", str(UBI_SAMPLE / "ubi_ecommerce_products.json.gz"),
             "--products-index", products,
-            "--ubi", str(DATA / "esci" / "ubi_queries_events.ndjson"),
+            "--ubi", str(ESCI / "ubi_queries_events.ndjson"),
         )
         assert result.returncode == 0, result.stderr
         assert result.stdout.splitlines() == [
