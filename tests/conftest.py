@@ -7,11 +7,14 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from opensearchpy import OpenSearch
 
 from tests.support import services
+from tests.support.api import Api
+from tests.support.data import ESCI
 from tests.support.processes import Server, Worker, base_env
 
 
@@ -68,6 +71,44 @@ def direct(opensearch_url: str) -> OpenSearch:
 def client(server: Server) -> OpenSearch:
     """The unmodified opensearch-py client pointed at the workbench."""
     return OpenSearch(hosts=[server.url], timeout=120)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _default_plugin_settings(opensearch_url: str, redis_url: str) -> None:
+    """Start every session from the default SRW settings and zeroed counters."""
+    import redis
+
+    from workbench.store.plugin_settings import DOC_ID, SETTINGS_INDEX
+
+    OpenSearch(hosts=[opensearch_url]).delete(index=SETTINGS_INDEX, id=DOC_ID, ignore=[404])
+    stats = redis.Redis.from_url(redis_url)
+    for key in stats.scan_iter("workbench:stats:*"):
+        stats.delete(key)
+
+
+@pytest.fixture(scope="session")
+def api(server: Server) -> Api:
+    """Raw HTTP to the workbench."""
+    return Api(server.url)
+
+
+@pytest.fixture(scope="session")
+def srw_client(client: OpenSearch) -> Any:
+    """opensearch-py's own ``plugins.search_relevance`` namespace, unmodified."""
+    return client.plugins.search_relevance
+
+
+@pytest.fixture(scope="session")
+def ubi_data(direct: OpenSearch, env: dict[str, str]) -> None:
+    """The ESCI UBI queries and events in ``ubi_queries``/``ubi_events`` (idempotent load)."""
+    load_ubi(env)
+
+
+def load_ubi(env: dict[str, str]) -> None:
+    from workbench.config import Config
+    from workbench.demo import load_demo
+
+    load_demo(Config.from_env(env), None, "", str(ESCI / "ubi_queries_events.ndjson"))
 
 
 @pytest.fixture

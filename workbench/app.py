@@ -5,12 +5,17 @@ from __future__ import annotations
 import logging
 
 from flask import Flask, Response, request
+from opensearchpy.exceptions import ConnectionError as OpenSearchConnectionError
+from opensearchpy.exceptions import TransportError
 from werkzeug.exceptions import HTTPException, RequestEntityTooLarge
 
+from workbench.api import cluster as cluster_api
 from workbench.api import json_response
 from workbench.api import proxy as proxy_api
+from workbench.api import srw as srw_api
 from workbench.config import Config
 from workbench.errors import (
+    ClusterUnavailable,
     MethodNotAllowedError,
     PayloadTooLarge,
     TextError,
@@ -35,6 +40,8 @@ def create_app(config: Config | None = None) -> Flask:
     app.url_map.merge_slashes = False
     app.extensions["workbench"] = Services(config)
     configure_celery(config)
+    srw_api.install(app)
+    app.register_blueprint(cluster_api.bp)
     proxy_api.install(app)  # last: the catch-all
     _register_error_handlers(app, config)
 
@@ -55,6 +62,19 @@ def _register_error_handlers(app: Flask, config: Config) -> None:
         if isinstance(exc, MethodNotAllowedError):
             response.headers["Allow"] = ", ".join(exc.allowed)
         return response
+
+    @app.errorhandler(TransportError)
+    def cluster_error(exc: TransportError) -> Response:
+        """An error the cluster answered while the workbench worked for the client: the
+        cluster's own status and body; unreachable is a 503 naming the cluster."""
+        if isinstance(exc, OpenSearchConnectionError):
+            unavailable = ClusterUnavailable(
+                f"OpenSearch cluster at {config.opensearch_url_safe} is unreachable")
+            return json_response(unavailable.body(), unavailable.status)
+        status = exc.status_code if isinstance(exc.status_code, int) else 500
+        info = exc.info if isinstance(exc.info, dict) else envelope(
+            status, str(exc.error), str(exc.info))
+        return json_response(info, status)
 
     @app.errorhandler(TextError)
     def text_error(exc: TextError) -> Response:

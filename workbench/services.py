@@ -1,4 +1,5 @@
-"""Per-process handles to the outside world: config, opensearch-py client, raw upstream pool."""
+"""Per-process handles to the outside world, shared by the threads of an API process or a worker:
+config, opensearch-py client, raw upstream pool, Redis, plugin settings and event counters."""
 
 from __future__ import annotations
 
@@ -6,18 +7,21 @@ import logging
 import threading
 from functools import cached_property
 
+import redis
 from opensearchpy import OpenSearch
 
 from workbench.config import Config
+from workbench.stats import EventStats
 from workbench.store.bootstrap import ensure_indices
 from workbench.store.client import make_client
+from workbench.store.plugin_settings import PluginSettings
 from workbench.store.upstream import Upstream
 
 log = logging.getLogger(__name__)
 
 
 class Services:
-    """Created once per process (after gunicorn forks), shared by its threads."""
+    """Created once per process (after gunicorn or Celery forks); connections open lazily."""
 
     def __init__(self, config: Config) -> None:
         self.config = config
@@ -31,6 +35,23 @@ class Services:
     @cached_property
     def upstream(self) -> Upstream:
         return Upstream(self.config, maxsize=max(8, self.config.web_threads * 2))
+
+    @cached_property
+    def redis(self) -> redis.Redis:
+        return redis.Redis.from_url(self.config.redis_url, socket_timeout=10)
+
+    @cached_property
+    def settings(self) -> PluginSettings:
+        return PluginSettings(self.client)
+
+    @cached_property
+    def stats(self) -> EventStats:
+        return EventStats(self.redis)
+
+    def record_event(self, name: str) -> None:
+        """Count an SRW event, unless stats are switched off."""
+        if self.settings.load().value("stats_enabled"):
+            self.stats.record(name)
 
     def ensure_indices(self) -> None:
         """Create missing system indices once per process; later calls cost nothing."""

@@ -59,11 +59,15 @@ def raw_target(req: Request) -> str:
     return f"{target}?{query}" if query else target
 
 
-def forward(req: Request) -> Response:
+def forward(req: Request, body_bytes: bytes | None = None) -> Response:
+    """Send the request to the cluster and stream its answer back. ``body_bytes`` replaces a
+    body the caller has already read."""
     content_length = req.content_length
     chunked = "chunked" in req.headers.get("Transfer-Encoding", "").lower()
     body: IO[bytes] | Iterator[bytes] | bytes | None = None
-    if content_length is not None:
+    if body_bytes is not None:
+        body, content_length = body_bytes, len(body_bytes)
+    elif content_length is not None:
         body = req.stream if content_length > 0 else b""
     elif chunked:
         body = _chunks(req)

@@ -6,23 +6,28 @@ The API process only sends jobs (by id); ``workbench worker`` consumes them. Bot
 
 from __future__ import annotations
 
-from functools import lru_cache
+import os
+from typing import TYPE_CHECKING
 
 from celery import Celery
 from opensearchpy import OpenSearch
 
 from workbench.config import Config
 
+if TYPE_CHECKING:
+    from workbench.services import Services
+
 celery_app = Celery("workbench")
 
 _config: Config | None = None
+_services: Services | None = None
 
 
 def configure(config: Config) -> Celery:
     """Point the app at the broker and set the delivery policy every job relies on."""
-    global _config
+    global _config, _services
     _config = config
-    _client.cache_clear()
+    _services = None
     celery_app.conf.update(
         broker_url=config.celery_broker_url,
         result_backend=None,
@@ -53,13 +58,25 @@ def current_config() -> Config:
     return _config
 
 
-@lru_cache(maxsize=1)
-def _client() -> OpenSearch:
-    from workbench.store.client import make_client
+def _forget_services_after_fork() -> None:
+    """A forked pool process must not share its parent's connections."""
+    global _services
+    _services = None
 
-    return make_client(current_config())
+
+os.register_at_fork(after_in_child=_forget_services_after_fork)
+
+
+def worker_services() -> Services:
+    """The Services of this worker process (created on first use, after the fork)."""
+    global _services
+    if _services is None:
+        from workbench.services import Services
+
+        _services = Services(current_config())
+    return _services
 
 
 def worker_client() -> OpenSearch:
     """One opensearch-py client per worker process."""
-    return _client()
+    return worker_services().client

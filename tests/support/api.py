@@ -1,0 +1,59 @@
+"""A small raw-HTTP client for SRW routes: exact status, headers and body, no client magic."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlencode
+
+import urllib3
+
+SRW = "/_plugins/_search_relevance"
+
+
+@dataclass
+class Reply:
+    status: int
+    headers: Any
+    data: bytes
+
+    @property
+    def json(self) -> Any:
+        return json.loads(self.data)
+
+    @property
+    def text(self) -> str:
+        return self.data.decode()
+
+    @property
+    def reason(self) -> str:
+        """The error reason of an OpenSearch error envelope."""
+        return str(self.json["error"]["reason"])
+
+    def error(self, status: int, reason: str, error_type: str | None = None) -> None:
+        """Assert this is the error envelope with that status and reason."""
+        assert self.status == status, (self.status, self.data[:500])
+        body = self.json
+        assert body["status"] == status
+        assert body["error"]["reason"] == reason, body
+        assert body["error"]["root_cause"][0]["reason"] == reason
+        if error_type:
+            assert body["error"]["type"] == error_type
+
+
+class Api:
+    def __init__(self, base: str) -> None:
+        self.base = base
+        self.http = urllib3.PoolManager(retries=False, timeout=120)
+
+    def call(self, method: str, path: str, body: Any = None, params: dict[str, Any] | None = None,
+             raw: bytes | None = None, headers: dict[str, str] | None = None) -> Reply:
+        url = self.base + path + ("?" + urlencode(params) if params else "")
+        data = raw if raw is not None else (json.dumps(body).encode() if body is not None else None)
+        hdrs = {"Content-Type": "application/json", **(headers or {})}
+        response = self.http.request(method, url, body=data, headers=hdrs)
+        return Reply(response.status, response.headers, response.data)
+
+    def srw(self, method: str, path: str, body: Any = None, **kwargs: Any) -> Reply:
+        return self.call(method, SRW + path, body, **kwargs)

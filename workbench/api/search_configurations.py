@@ -1,0 +1,91 @@
+"""Search configurations: ``PUT``, list, get, ``_search``, delete."""
+
+from __future__ import annotations
+
+from flask import Blueprint, Response
+from opensearchpy.exceptions import NotFoundError
+
+from workbench.api import json_body, json_response, services
+from workbench.api.srw import (
+    delete_entity,
+    get_entity,
+    list_entities,
+    refuse_if_used,
+    repository,
+    search_entities,
+    text_field,
+)
+from workbench.errors import BadRequest
+from workbench.schemas.text import DESCRIPTION_LIMIT, NAME_LIMIT, text_error
+from workbench.store.repository import new_id, now_iso
+from workbench.store.search_render import query_error
+
+INDEX = "search-relevance-search-config"
+
+bp = Blueprint("search_configurations", __name__, url_prefix="/search_configurations")
+
+
+@bp.put("")
+def put_search_configuration() -> Response:
+    body = json_body()
+    assert body is not None
+    name = text_field(body, "name")
+    error = text_error(name, NAME_LIMIT)
+    if error:
+        raise BadRequest(f"Invalid name: {error}")
+    description = text_field(body, "description")
+    if description is not None:
+        error = text_error(description, DESCRIPTION_LIMIT)
+        if error:
+            raise BadRequest(f"Invalid description: {error}")
+    index = text_field(body, "index")
+    if not index or not index.strip():
+        raise BadRequest("index is required")
+    query = body.get("query")
+    error = query_error(query)
+    if error:
+        raise BadRequest(error)
+    assert isinstance(query, str)
+    pipeline = text_field(body, "searchPipeline") or ""
+    client = services().client
+    if not client.indices.exists(index=index.strip()):
+        raise BadRequest(f"Index [{index}] does not exist in the cluster")
+    if pipeline.strip():
+        try:
+            client.transport.perform_request("GET", f"/_search/pipeline/{pipeline.strip()}")
+        except NotFoundError:
+            raise BadRequest(
+                f"Search pipeline [{pipeline}] does not exist in the cluster") from None
+    doc = {
+        "id": new_id(),
+        "name": name.strip(),
+        "timestamp": now_iso(),
+        "index": index.strip(),
+        "query": query.strip(),
+        "searchPipeline": pipeline.strip(),
+        "description": (description or "").strip(),
+    }
+    result = repository(INDEX).create(doc)
+    return json_response({"search_configuration_id": doc["id"],
+                          "search_configuration_result": str(result["result"]).upper()})
+
+
+@bp.get("")
+def list_search_configurations() -> Response:
+    return list_entities(repository(INDEX))
+
+
+@bp.route("/_search", methods=["GET", "POST"])
+def search_search_configurations() -> Response:
+    return search_entities(repository(INDEX))
+
+
+@bp.get("/<entity_id>")
+def get_search_configuration(entity_id: str) -> Response:
+    return get_entity(repository(INDEX), entity_id)
+
+
+@bp.delete("/<entity_id>")
+def delete_search_configuration(entity_id: str) -> Response:
+    refuse_if_used("searchConfigurationList", entity_id, "search configuration")
+    return delete_entity(repository(INDEX), entity_id)

@@ -1,0 +1,98 @@
+"""The SRW route family: the ``/_plugins/_search_relevance`` blueprint, its gate, and the list /
+get / search / delete handlers every entity shares (srw-api.md §1.4–1.7)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flask import Blueprint, Flask, Response, g
+
+from workbench.api import SRW_PREFIX, json_body, json_response, services
+from workbench.errors import BadRequest, Conflict, TextError
+from workbench.store.plugin_settings import Stored
+from workbench.store.repository import Repository
+
+EXPERIMENT_INDEX = ".plugins-search-relevance-experiment"
+
+bp = Blueprint("srw", __name__, url_prefix=SRW_PREFIX)
+
+
+@bp.before_request
+def workbench_gate() -> None:
+    """Every SRW route first checks ``plugins.search_relevance.workbench_enabled``."""
+    svc = services()
+    svc.ensure_indices()
+    g.plugin_settings = svc.settings.load()
+    if not g.plugin_settings.value("workbench_enabled"):
+        raise TextError(403, "Search Relevance Workbench is disabled")
+
+
+def plugin_settings() -> Stored:
+    """The settings read by the gate for this request."""
+    stored: Stored = g.plugin_settings
+    return stored
+
+
+def install(app: Flask) -> None:
+    """Register the SRW blueprints (before the pass-through)."""
+    from workbench.api import query_sets, search_configurations, stats
+
+    for child in (query_sets.bp, search_configurations.bp, stats.bp):
+        bp.register_blueprint(child)
+    app.register_blueprint(bp)
+
+
+def repository(index: str) -> Repository:
+    return Repository(services().client, index)
+
+
+def list_entities(repo: Repository, query: dict[str, Any] | None = None,
+                  source: Any = None) -> Response:
+    """GET on a collection: paging and sort come from the body, defaults size 1000,
+    ``timestamp`` descending (only the exact ``"asc"`` sorts ascending)."""
+    body = json_body(required=False) or {}
+    size = body.get("size", 1000)
+    if isinstance(size, bool) or not isinstance(size, int) or size < 0:
+        raise BadRequest("size must be a non-negative integer")
+    field, order = "timestamp", "desc"
+    sort = body.get("sort")
+    if isinstance(sort, dict) and sort:
+        field, spec = next(iter(sort.items()))
+        if isinstance(spec, dict) and spec.get("order") == "asc":
+            order = "asc"
+    return json_response(repo.list_response(size, field, order, query, source))
+
+
+def search_entities(repo: Repository, excludes: list[str] | None = None) -> Response:
+    """``_search`` on the entity's index with any search DSL."""
+    body = json_body(required=False) or {"query": {"match_all": {}}, "size": 10}
+    if excludes and "_source" not in body:
+        body["_source"] = {"excludes": excludes}
+    return json_response(repo.search(body))
+
+
+def get_entity(repo: Repository, entity_id: str, source: Any = None) -> Response:
+    return json_response(repo.get_response(entity_id, source))
+
+
+def delete_entity(repo: Repository, entity_id: str) -> Response:
+    status, body = repo.delete(entity_id)
+    return json_response(body, status)
+
+
+def refuse_if_used(field: str, entity_id: str, what: str) -> None:
+    """409 when an experiment references the entity (§1.7 referential integrity)."""
+    ids = repository(EXPERIMENT_INDEX).ids_where(field, entity_id, limit=3)
+    if ids:
+        raise Conflict(
+            f"{what} cannot be deleted as it is currently used by experiments with ids "
+            + ", ".join(ids)
+        )
+
+
+def text_field(body: dict[str, Any], name: str) -> Any:
+    """A field that must be a string when present (Java casts it; a wrong type is a 400 here)."""
+    value = body.get(name)
+    if value is not None and not isinstance(value, str):
+        raise BadRequest(f"Field '{name}' must be a string")
+    return value

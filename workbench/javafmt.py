@@ -1,0 +1,51 @@
+"""Java's string forms of JSON values, so stored strings match what the plugin writes.
+
+``String.valueOf`` of a Jackson-parsed value: integers as digits, decimals with
+``Double.toString`` (``1.0``, ``0.85``, ``1.0E-5``), booleans ``true``/``false``.
+"""
+
+from __future__ import annotations
+
+import math
+from decimal import Decimal
+from typing import Any
+
+
+def double_to_string(x: float) -> str:
+    """Java ``Double.toString``: shortest digits, plain for 1e-3 <= |x| < 1e7, else ``d.dddE±n``."""
+    if math.isnan(x):
+        return "NaN"
+    if math.isinf(x):
+        return "Infinity" if x > 0 else "-Infinity"
+    if x == 0:
+        return "-0.0" if math.copysign(1.0, x) < 0 else "0.0"
+    sign = "-" if x < 0 else ""
+    d = Decimal(repr(abs(x)))
+    digits = "".join(map(str, d.as_tuple().digits)).rstrip("0") or "0"
+    exponent = d.adjusted()
+    if 1e-3 <= abs(x) < 1e7:
+        if exponent >= 0:
+            whole = digits[: exponent + 1].ljust(exponent + 1, "0")
+            frac = digits[exponent + 1:] or "0"
+        else:
+            whole = "0"
+            frac = "0" * (-exponent - 1) + digits
+        return f"{sign}{whole}.{frac}"
+    return f"{sign}{digits[0]}.{digits[1:] or '0'}E{exponent}"
+
+
+def java_string(value: Any) -> str:
+    """``String.valueOf`` of a value parsed from JSON."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        return double_to_string(value)
+    if isinstance(value, list):
+        return "[" + ", ".join(java_string(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k}={java_string(v)}" for k, v in value.items()) + "}"
+    if value is None:
+        return "null"
+    return str(value)

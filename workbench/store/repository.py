@@ -1,0 +1,146 @@
+"""One repository per entity index: create, get, list, search, delete, with the SRW shapes.
+
+Reads answer OpenSearch's own search-response envelopes (srw-api.md §1.4–1.7); a missing index
+reads as empty. Every write refreshes, so it is visible as soon as the call returns.
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime
+from typing import Any
+
+from opensearchpy import OpenSearch
+from opensearchpy.exceptions import ConflictError, NotFoundError
+
+from workbench.errors import Conflict, NotFound
+
+
+def new_id() -> str:
+    return str(uuid.uuid4())
+
+
+def now_iso() -> str:
+    """``yyyy-MM-dd'T'HH:mm:ss.SSS'Z'`` in UTC."""
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+
+
+def empty_search_response() -> dict[str, Any]:
+    return {
+        "took": 0,
+        "timed_out": False,
+        "_shards": {"total": 0, "successful": 0, "skipped": 0, "failed": 0},
+        "hits": {"total": {"value": 0, "relation": "eq"}, "max_score": None, "hits": []},
+    }
+
+
+def _index_missing(exc: NotFoundError) -> bool:
+    return exc.error == "index_not_found_exception"
+
+
+class Repository:
+    """Documents of one index, addressed by their ``id`` (which is also ``_id``)."""
+
+    def __init__(self, client: OpenSearch, index: str) -> None:
+        self.client = client
+        self.index = index
+
+    # -- writes --------------------------------------------------------------------------
+    def create(self, doc: dict[str, Any]) -> dict[str, Any]:
+        """Index a new document (``op_type=create``); answers OpenSearch's index response."""
+        try:
+            return self.client.index(
+                index=self.index, id=doc["id"], body=doc, op_type="create", refresh="true"
+            )
+        except ConflictError as exc:
+            raise Conflict(f"Document already exists: {doc['id']}", status=409,
+                           error_type="version_conflict_engine_exception") from exc
+
+    def put(self, doc: dict[str, Any], *, seq_no: int | None = None,
+            primary_term: int | None = None) -> dict[str, Any]:
+        """Overwrite a document, optionally only if it is still at ``seq_no``/``primary_term``."""
+        kwargs: dict[str, Any] = {}
+        if seq_no is not None:
+            kwargs.update(if_seq_no=seq_no, if_primary_term=primary_term)
+        return self.client.index(
+            index=self.index, id=doc["id"], body=doc, refresh="true", **kwargs
+        )
+
+    def update_fields(self, doc_id: str, fields: dict[str, Any]) -> None:
+        """Replace the given top-level fields (whole values, not merged objects)."""
+        self.client.update(
+            index=self.index, id=doc_id, refresh="true", retry_on_conflict=3,
+            body={"script": {"source": "ctx._source.putAll(params.fields)",
+                             "params": {"fields": fields}}},
+        )
+
+    def delete(self, doc_id: str) -> tuple[int, dict[str, Any]]:
+        """OpenSearch's delete response and status (404 with ``result: not_found``)."""
+        try:
+            return 200, self.client.delete(index=self.index, id=doc_id, refresh="true")
+        except NotFoundError as exc:
+            if isinstance(exc.info, dict) and exc.info.get("result") == "not_found":
+                return 404, exc.info
+            raise NotFound(f"Document not found: {doc_id}") from exc
+
+    def delete_by_query(self, query: dict[str, Any]) -> int:
+        try:
+            answer = self.client.delete_by_query(
+                index=self.index, body={"query": query}, refresh=True, conflicts="proceed",
+                params={"scroll_size": 1000},
+            )
+        except NotFoundError as exc:
+            if _index_missing(exc):
+                return 0
+            raise
+        return int(answer.get("deleted", 0))
+
+    # -- reads ---------------------------------------------------------------------------
+    def get_source(self, doc_id: str) -> dict[str, Any] | None:
+        """The stored document, or None."""
+        hit = self.get_hit(doc_id)
+        return hit["_source"] if hit else None
+
+    def get_hit(self, doc_id: str) -> dict[str, Any] | None:
+        """Realtime get with ``_seq_no``/``_primary_term``, or None."""
+        try:
+            found = self.client.get(index=self.index, id=doc_id)
+        except NotFoundError:
+            return None
+        return found if found.get("found") else None
+
+    def get_response(self, doc_id: str, source: Any = None) -> dict[str, Any]:
+        """GET one entity: a search response with exactly one hit, else 404."""
+        body: dict[str, Any] = {"query": {"term": {"_id": doc_id}}, "size": 1}
+        if source is not None:
+            body["_source"] = source
+        response = self.search(body)
+        if not response["hits"]["hits"]:
+            raise NotFound(f"Document not found: {doc_id}")
+        return response
+
+    def list_response(self, size: int = 1000, sort_field: str = "timestamp",
+                      order: str = "desc", query: dict[str, Any] | None = None,
+                      source: Any = None) -> dict[str, Any]:
+        body: dict[str, Any] = {
+            "query": query or {"match_all": {}},
+            "size": size,
+            "sort": [{sort_field: {"order": order}}],
+        }
+        if source is not None:
+            body["_source"] = source
+        return self.search(body)
+
+    def search(self, body: dict[str, Any]) -> dict[str, Any]:
+        """A raw search on the index; a missing index answers an empty response."""
+        try:
+            return self.client.search(index=self.index, body=body)
+        except NotFoundError as exc:
+            if _index_missing(exc):
+                return empty_search_response()
+            raise
+
+    def ids_where(self, field: str, value: str, limit: int = 3) -> list[str]:
+        """Ids of up to ``limit`` documents whose ``field`` holds ``value`` (term query)."""
+        hits = self.search({"query": {"term": {field: value}}, "size": limit, "_source": False})
+        return [hit["_id"] for hit in hits["hits"]["hits"]]
