@@ -5,6 +5,7 @@ See ``tests/support/services.py`` for where the services come from.
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -14,6 +15,7 @@ from opensearchpy import OpenSearch
 
 from tests.support import services
 from tests.support.api import Api
+from tests.support.llm_server import LLMServer
 from tests.support.data import ESCI
 from tests.support.processes import Server, Worker, base_env
 
@@ -39,10 +41,35 @@ def queue_name() -> str:
     return f"test-{uuid.uuid4().hex[:8]}"
 
 
+LLM_KEY = "sk-test-do-not-leak-4f9a"
+JUDGE_MODEL = "test-judge"
+
+
 @pytest.fixture(scope="session")
-def env(opensearch_url: str, redis_url: str, queue_name: str) -> dict[str, str]:
-    """Environment for workbench subprocesses of this session."""
-    return base_env(opensearch_url, redis_url, WORKBENCH_QUEUE=queue_name)
+def llm_server() -> Iterator[LLMServer]:
+    """The stand-in LLM provider (OpenAI chat completions and ML Commons ``_predict`` shapes)."""
+    with LLMServer() as server:
+        yield server
+
+
+@pytest.fixture
+def llm(llm_server: LLMServer) -> LLMServer:
+    """The LLM server with a clean script and request log for one test."""
+    llm_server.reset()
+    return llm_server
+
+
+@pytest.fixture(scope="session")
+def env(opensearch_url: str, redis_url: str, queue_name: str,
+        llm_server: LLMServer) -> dict[str, str]:
+    """Environment for workbench subprocesses of this session: services, a queue of its own,
+    and one registered LLM model served by the stand-in server."""
+    models = [{"id": JUDGE_MODEL, "name": "Test judge", "provider": "openai",
+               "base_url": llm_server.openai_base_url, "model": "judge-1",
+               "api_key_env": "TEST_LLM_KEY"}]
+    return base_env(opensearch_url, redis_url, WORKBENCH_QUEUE=queue_name,
+                    WORKBENCH_MODELS=json.dumps(models), TEST_LLM_KEY=LLM_KEY,
+                    WORKBENCH_LLM_CONCURRENCY="4", WORKBENCH_LLM_MAX_RETRIES="2")
 
 
 @pytest.fixture(scope="session")

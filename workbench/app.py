@@ -11,6 +11,7 @@ from werkzeug.exceptions import HTTPException, RequestEntityTooLarge
 
 from workbench.api import cluster as cluster_api
 from workbench.api import json_response
+from workbench.api import ml as ml_api
 from workbench.api import proxy as proxy_api
 from workbench.api import srw as srw_api
 from workbench.config import Config
@@ -42,6 +43,7 @@ def create_app(config: Config | None = None) -> Flask:
     configure_celery(config)
     srw_api.install(app)
     app.register_blueprint(cluster_api.bp)
+    app.register_blueprint(ml_api.bp)
     proxy_api.install(app)  # last: the catch-all
     _register_error_handlers(app, config)
 

@@ -43,6 +43,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         config = Config.from_env()
+        if args.command in ("serve", "worker"):
+            from workbench.llm.registry import load_registry
+
+            load_registry(config)  # a bad models list stops start-up, not a judgment later
     except ConfigError as exc:
         print(f"workbench: configuration error: {exc}", file=sys.stderr)
         return 2

@@ -35,6 +35,13 @@ def _positive_int(raw: str) -> int:
     return value
 
 
+def _non_negative_int(raw: str) -> int:
+    value = int(raw)
+    if value < 0:
+        raise ValueError(f"expected 0 or a positive integer, got {raw!r}")
+    return value
+
+
 def _positive_float(raw: str) -> float:
     value = float(raw)
     if value <= 0:
@@ -117,6 +124,19 @@ class Config:
     job_timeout: int = setting(
         3600, "WORKBENCH_JOB_TIMEOUT", _positive_int,
         "Seconds after which a job still PROCESSING is considered lost and ends ERROR.")
+    models_file: str | None = setting(
+        None, "WORKBENCH_MODELS_FILE", _optional_str,
+        "JSON file of LLM models registered with the workbench (see README, LLM models).")
+    models_json: str | None = setting(
+        None, "WORKBENCH_MODELS", _optional_str,
+        "The same list of registered LLM models, inline as JSON.")
+    llm_concurrency: int = setting(
+        8, "WORKBENCH_LLM_CONCURRENCY", _positive_int, "LLM calls one judgment job makes at once.")
+    llm_timeout: float = setting(
+        120.0, "WORKBENCH_LLM_TIMEOUT", _positive_float, "Seconds to wait for one LLM answer.")
+    llm_max_retries: int = setting(
+        4, "WORKBENCH_LLM_MAX_RETRIES", _non_negative_int,
+        "Retries of one LLM call on 429, 5xx and timeouts, with exponential backoff.")
     log_level: str = setting(
         "INFO", "WORKBENCH_LOG_LEVEL", _str, "Log level: DEBUG, INFO, WARNING or ERROR.")
     index_mappings_dir: str = setting(

@@ -11,6 +11,7 @@ import redis
 from opensearchpy import OpenSearch
 
 from workbench.config import Config
+from workbench.llm.registry import Registry, load_registry
 from workbench.stats import EventStats
 from workbench.store.bootstrap import ensure_indices
 from workbench.store.client import make_client
@@ -43,6 +44,11 @@ class Services:
     @cached_property
     def settings(self) -> PluginSettings:
         return PluginSettings(self.client)
+
+    @cached_property
+    def models(self) -> Registry:
+        """LLM models registered with the workbench (validated when first needed)."""
+        return load_registry(self.config)
 
     @cached_property
     def stats(self) -> EventStats:

@@ -9,7 +9,6 @@
 from __future__ import annotations
 
 import json
-import time
 from typing import Any
 from urllib.parse import urlencode
 
@@ -17,6 +16,7 @@ from flask import Blueprint, Response, request
 
 from workbench.api import json_body, json_response, services
 from workbench.api.proxy import forward
+from workbench.store import plugins
 from workbench.store.bootstrap import ensure_index, load_spec
 from workbench.store.plugin_settings import DEFINITIONS, PREFIX, PluginSettings, ours
 
@@ -132,23 +132,9 @@ def get_cluster_settings() -> Response:
     return json_response(answer)
 
 
-_ubi_plugin: tuple[float, bool] = (0.0, False)
-
-
-def _cluster_has_ubi() -> bool:
-    """Whether the cluster runs the UBI plugin (checked at most once a minute)."""
-    global _ubi_plugin
-    checked_at, present = _ubi_plugin
-    if time.monotonic() - checked_at > 60:
-        rows = services().client.cat.plugins(params={"format": "json"})
-        present = any(row.get("component") in ("opensearch-ubi", "ubi") for row in rows)
-        _ubi_plugin = (time.monotonic(), present)
-    return present
-
-
 @bp.post("/_plugins/ubi/initialize")
 def ubi_initialize() -> Response:
-    if _cluster_has_ubi():
+    if plugins.has(services().client, "opensearch-ubi", "ubi"):
         return forward(request)
     svc = services()
     for name in ("ubi_events", "ubi_queries"):

@@ -35,9 +35,9 @@ def plugin_settings() -> Stored:
 
 def install(app: Flask) -> None:
     """Register the SRW blueprints (before the pass-through)."""
-    from workbench.api import query_sets, search_configurations, stats
+    from workbench.api import judgments, query_sets, search_configurations, stats
 
-    for child in (query_sets.bp, search_configurations.bp, stats.bp):
+    for child in (query_sets.bp, search_configurations.bp, judgments.bp, stats.bp):
         bp.register_blueprint(child)
     app.register_blueprint(bp)
 

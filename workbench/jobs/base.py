@@ -23,6 +23,19 @@ log = logging.getLogger(__name__)
 TRANSIENT = (OpenSearchConnectionError, ConnectionTimeout, ClusterUnavailable)
 
 
+class JobFailed(Exception):
+    """A job that ends ERROR by its own rules (not a crash); ``metadata`` adds fields such as
+    ``lastFailureReason`` next to the error."""
+
+    def __init__(self, reason: str, metadata: dict[str, Any] | None = None) -> None:
+        super().__init__(reason)
+        self.metadata = metadata or {}
+
+
+def extra_metadata(exc: BaseException) -> dict[str, Any]:
+    return exc.metadata if isinstance(exc, JobFailed) else {}
+
+
 def failure_reason(exc: BaseException) -> str:
     """A one-line reason for ``metadata.error``: the message, or the exception type."""
     text = str(exc).strip() or type(exc).__name__
@@ -44,9 +57,9 @@ class WorkbenchTask(Task):
     #: index holding the entity whose id is the job's first argument
     status_index: str | None = None
 
-    def error_fields(self, reason: str) -> dict[str, Any]:
-        """The fields written when the job fails for good."""
-        return {"status": "ERROR", "metadata": {"error": reason}}
+    def error_fields(self, reason: str, exc: BaseException) -> dict[str, Any]:
+        """The top-level fields written when the job fails for good."""
+        return {"status": "ERROR", "metadata": {"error": reason, **extra_metadata(exc)}}
 
     def on_failure(
         self, exc: BaseException, task_id: str, args: tuple[Any, ...], kwargs: dict[str, Any],
@@ -56,9 +69,9 @@ class WorkbenchTask(Task):
         reason = failure_reason(exc)
         log.error("job %s for %s failed: %s", self.name, entity_id, reason)
         if self.status_index and entity_id:
-            self.mark_failed(str(entity_id), reason)
+            self.mark_failed(str(entity_id), self.error_fields(reason, exc))
 
-    def mark_failed(self, entity_id: str, reason: str) -> None:
+    def mark_failed(self, entity_id: str, fields: dict[str, Any]) -> None:
         """Write ERROR and the reason; never raises (the job is already lost)."""
         try:
             # Top-level keys are replaced whole (``metadata`` becomes just the error), as the
@@ -69,7 +82,7 @@ class WorkbenchTask(Task):
                 body={
                     "script": {
                         "source": "ctx._source.putAll(params.fields)",
-                        "params": {"fields": self.error_fields(reason)},
+                        "params": {"fields": fields},
                     }
                 },
                 refresh=True,

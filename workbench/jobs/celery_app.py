@@ -45,6 +45,7 @@ def configure(config: Config) -> Celery:
         # An unacknowledged job is redelivered after this long (worker killed mid-job).
         broker_transport_options={"visibility_timeout": config.job_timeout + 60},
         worker_hijack_root_logger=False,
+        include=["workbench.jobs.tasks"],
     )
     return celery_app
 

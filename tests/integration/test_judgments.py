@@ -1,0 +1,363 @@
+"""Judgments end to end over HTTP with a real worker: IMPORT, UBI (COEC, PBM), the shared routes."""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from collections import Counter, defaultdict
+from datetime import UTC, date, datetime
+from decimal import ROUND_HALF_UP, Decimal
+from typing import Any
+
+import pytest
+from opensearchpy import OpenSearch
+
+from tests.support.api import Api
+from tests.support.data import ESCI
+from tests.support.processes import Worker
+
+INDEX = "search-relevance-judgment"
+EXPERIMENTS = ".plugins-search-relevance-experiment"
+
+
+def wait_done(api: Api, judgment_id: str, timeout: float = 120) -> dict[str, Any]:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        reply = api.srw("GET", f"/judgments/{judgment_id}")
+        assert reply.status == 200, reply.data
+        source: dict[str, Any] = reply.json["hits"]["hits"][0]["_source"]
+        if source["status"] not in ("PROCESSING", "RETRYING"):
+            return source
+        time.sleep(0.2)
+    raise AssertionError(f"judgment {judgment_id} still running after {timeout}s")
+
+
+def create(api: Api, body: dict[str, Any]) -> str:
+    reply = api.srw("PUT", "/judgments", {"name": f"j-{uuid.uuid4().hex[:8]}", **body})
+    assert reply.status == 200, reply.data
+    assert list(reply.json) == ["judgment_id"]
+    return str(reply.json["judgment_id"])
+
+
+def as_map(ratings: list[dict[str, Any]]) -> dict[str, dict[str, str]]:
+    return {e["query"]: {r["docId"]: r["rating"] for r in e["ratings"]} for e in ratings}
+
+
+# -- IMPORT ---------------------------------------------------------------------------------------
+
+def test_esci_import(api: Api, worker: Worker) -> None:
+    body = json.loads((ESCI / "esci_us_judgments.json").read_text())
+    started = time.monotonic()
+    judgment_id = create(api, body)
+    first = api.srw("GET", f"/judgments/{judgment_id}").json["hits"]["hits"][0]["_source"]
+    assert first["status"] in ("PROCESSING", "COMPLETED")
+    done = wait_done(api, judgment_id)
+    elapsed = time.monotonic() - started
+    assert done["status"] == "COMPLETED", done.get("metadata")
+    assert done["type"] == "IMPORT_JUDGMENT"
+    assert done["metadata"] == {}
+    assert "description" not in done
+    ratings = done["judgmentRatings"]
+    assert len(ratings) == 150
+    assert sum(len(e["ratings"]) for e in ratings) == 6678
+    values = Counter(r["rating"] for e in ratings for r in e["ratings"])
+    assert values == {"100.000": 3389, "10.000": 1898, "1.000": 305, "0.000": 1086}
+    assert [e["query"] for e in ratings] == [e["query"] for e in body["judgmentRatings"]]
+    print(f"\nESCI import (150 queries, 6,678 ratings) completed in {elapsed:.2f}s")
+    assert elapsed < 30
+
+
+def test_import_numbers_strings_duplicates_and_repeated_queries(api: Api, worker: Worker) -> None:
+    judgment_id = create(api, {"type": "IMPORT_JUDGMENT", "judgmentRatings": [
+        {"query": "red shoes", "ratings": [{"docId": "B1", "rating": "3"},
+                                           {"docId": "B2", "rating": 0.5},
+                                           {"docId": "B3", "rating": 1},
+                                           {"docId": "B4", "rating": 1.0},
+                                           {"docId": "B1", "rating": "2.5"}]},
+        {"query": 12, "ratings": [{"docId": 7, "rating": " 1e1 "}]},
+        {"query": "red shoes", "ratings": [{"docId": "B9", "rating": "0"}]},
+    ]})
+    done = wait_done(api, judgment_id)
+    assert done["status"] == "COMPLETED"
+    assert done["judgmentRatings"] == [
+        {"query": "red shoes", "ratings": [{"docId": "B1", "rating": "2.5"},
+                                           {"docId": "B2", "rating": "0.5"},
+                                           {"docId": "B3", "rating": "1"},
+                                           {"docId": "B4", "rating": "1.0"}]},
+        {"query": "12", "ratings": [{"docId": "7", "rating": " 1e1 "}]},
+        {"query": "red shoes", "ratings": [{"docId": "B9", "rating": "0"}]},
+    ]
+
+
+@pytest.mark.parametrize("ratings, reason", [
+    ([{"query": "q", "ratings": "nope"}], "queryText q must have a list of rating data."),
+    ([{"query": "q"}], "queryText q must have a list of rating data."),
+    ([{"query": "q", "ratings": [{"docId": "", "rating": "1"}]}],
+     "docId for queryText q must not be null or empty"),
+    ([{"query": "q", "ratings": [{"rating": "1"}]}],
+     "docId for queryText q must not be null or empty"),
+    ([{"query": "q", "ratings": [{"docId": "d"}]}], "rating for queryText q must not be null"),
+    ([{"query": "q", "ratings": [{"docId": "d", "rating": "high"}]}],
+     "rating 'high' for queryText q must be a valid float"),
+    ([{"query": "q", "ratings": [{"docId": "d", "rating": "NaN"}]}],
+     "rating 'NaN' for queryText q must be a valid float"),
+    ([{"query": "q", "ratings": [{"docId": "d", "rating": "Infinity"}]}],
+     "rating 'Infinity' for queryText q must be a valid float"),
+    ([{"query": "q", "ratings": [{"docId": "d", "rating": True}]}],
+     "rating 'true' for queryText q must be a valid float"),
+    (None, "judgmentRatings is required for IMPORT_JUDGMENT"),
+])
+def test_import_bad_input(api: Api, direct: OpenSearch, ratings: Any, reason: str) -> None:
+    before = direct.count(index=INDEX)["count"]
+    body = {"name": "bad", "type": "IMPORT_JUDGMENT"}
+    if ratings is not None:
+        body["judgmentRatings"] = ratings
+    api.srw("PUT", "/judgments", body).error(400, reason)
+    assert direct.count(index=INDEX)["count"] == before
+
+
+@pytest.mark.parametrize("body, reason", [
+    ({"name": "x"}, "Invalid or missing judgment type"),
+    ({"name": "x", "type": "CLICK_JUDGMENT"}, "Invalid or missing judgment type"),
+    ({"type": "IMPORT_JUDGMENT", "judgmentRatings": []}, "Invalid name: Text cannot be null"),
+    ({"name": "n" * 51, "type": "IMPORT_JUDGMENT", "judgmentRatings": []},
+     "Invalid name: Text exceeds maximum length of 50 characters"),
+    ({"name": "x", "description": "d" * 251, "type": "IMPORT_JUDGMENT", "judgmentRatings": []},
+     "Invalid description: Text exceeds maximum length of 250 characters"),
+])
+def test_common_bad_input(api: Api, body: dict[str, Any], reason: str) -> None:
+    api.srw("PUT", "/judgments", body).error(400, reason)
+
+
+# -- routes ---------------------------------------------------------------------------------------
+
+def test_list_status_filter_search_and_get(api: Api, worker: Worker,
+                                           direct: OpenSearch) -> None:
+    done_id = create(api, {"type": "IMPORT_JUDGMENT", "judgmentRatings": [
+        {"query": "q", "ratings": [{"docId": "d", "rating": "1"}]}]})
+    wait_done(api, done_id)
+    stuck_id = str(uuid.uuid4())
+    direct.index(index=INDEX, id=stuck_id, refresh=True, body={
+        "id": stuck_id, "timestamp": "2020-01-01T00:00:00.000Z", "name": "stuck",
+        "status": "ERROR", "type": "IMPORT_JUDGMENT", "metadata": {"error": "x"},
+        "judgmentRatings": []})
+
+    listed = api.srw("GET", "/judgments").json["hits"]["hits"]
+    ids = [h["_id"] for h in listed]
+    assert done_id in ids and stuck_id in ids
+    mine = next(h for h in listed if h["_id"] == done_id)["_source"]
+    assert mine["judgmentRatings"] == [{"query": "q"}]  # ratings excluded from lists
+
+    completed = api.srw("GET", "/judgments", params={"status": "completed"}).json["hits"]["hits"]
+    assert done_id in [h["_id"] for h in completed]
+    assert all(h["_source"]["status"] == "COMPLETED" for h in completed)
+    errors = api.srw("GET", "/judgments", params={"status": "ERROR"}).json["hits"]["hits"]
+    assert stuck_id in [h["_id"] for h in errors] and done_id not in [h["_id"] for h in errors]
+
+    searched = api.srw("POST", "/judgments/_search",
+                       {"query": {"ids": {"values": [done_id]}}}).json["hits"]["hits"]
+    assert searched[0]["_source"]["judgmentRatings"] == [{"query": "q"}]
+    full = api.srw("POST", "/judgments/_search",
+                   {"query": {"ids": {"values": [done_id]}}, "_source": True}).json
+    assert full["hits"]["hits"][0]["_source"]["judgmentRatings"][0]["ratings"] == [
+        {"docId": "d", "rating": "1"}]
+    one = api.srw("GET", f"/judgments/{done_id}").json["hits"]["hits"][0]["_source"]
+    assert one["judgmentRatings"][0]["ratings"] == [{"docId": "d", "rating": "1"}]
+
+
+def test_delete_and_the_experiment_guard(api: Api, worker: Worker, direct: OpenSearch) -> None:
+    judgment_id = create(api, {"type": "IMPORT_JUDGMENT", "judgmentRatings": []})
+    wait_done(api, judgment_id)
+    exp_id = str(uuid.uuid4())
+    direct.index(index=EXPERIMENTS, id=exp_id, refresh=True,
+                 body={"id": exp_id, "judgmentList": [judgment_id]})
+    try:
+        api.srw("DELETE", f"/judgments/{judgment_id}").error(
+            409, "judgement cannot be deleted as it is currently used by experiments with ids "
+                 f"{exp_id}")
+    finally:
+        direct.delete(index=EXPERIMENTS, id=exp_id, refresh=True)
+    deleted = api.srw("DELETE", f"/judgments/{judgment_id}")
+    assert deleted.status == 200 and deleted.json["result"] == "deleted"
+    api.srw("GET", f"/judgments/{judgment_id}").error(404, f"Document not found: {judgment_id}")
+
+
+def test_retry_and_edit_refuse_other_types(api: Api, worker: Worker) -> None:
+    judgment_id = create(api, {"type": "IMPORT_JUDGMENT", "judgmentRatings": [
+        {"query": "q", "ratings": [{"docId": "d", "rating": "1"}]}]})
+    wait_done(api, judgment_id)
+    api.srw("POST", f"/judgments/{judgment_id}/_retry").error(
+        400, "Retry is only supported for LLM_JUDGMENT type")
+    api.srw("PUT", f"/judgments/{judgment_id}", {"judgmentRatings": [
+        {"query": "q", "ratings": [{"docId": "d", "rating": 0.5}]}]}).error(
+        400, "Rating update is only supported for LLM_JUDGMENT type")
+    missing = str(uuid.uuid4())
+    api.srw("POST", f"/judgments/{missing}/_retry").error(404, f"Judgment not found: {missing}")
+    api.srw("PUT", f"/judgments/{missing}", {"judgmentRatings": [
+        {"query": "q", "ratings": [{"docId": "d", "rating": 0.5}]}]}).error(
+        404, f"Judgment not found: {missing}")
+
+
+# -- UBI: COEC and PBM against an independent computation from the raw events ------------------
+
+def raw_events() -> list[dict[str, Any]]:
+    events = []
+    with (ESCI / "ubi_queries_events.ndjson").open() as lines:
+        for action_line in lines:
+            action = json.loads(action_line)
+            doc = json.loads(next(lines))
+            if action["index"]["_index"] == "ubi_events":
+                events.append(doc)
+    return events
+
+
+def event_day(doc: dict[str, Any]) -> date | None:
+    stamp = doc.get("timestamp")
+    if isinstance(stamp, (int, float)):
+        return datetime.fromtimestamp(stamp / 1000, UTC).date()
+    if isinstance(stamp, str):
+        return datetime.fromisoformat(stamp.replace("Z", "+00:00")).astimezone(UTC).date()
+    return None
+
+
+def filtered(max_rank: int, start: str | None, end: str | None) -> list[dict[str, Any]]:
+    out = []
+    for doc in raw_events():
+        ordinal = ((doc.get("event_attributes") or {}).get("position") or {}).get("ordinal")
+        if ordinal is None or ordinal > max_rank:
+            continue
+        day = event_day(doc)
+        if (start or end) and day is None:
+            continue
+        if start and day < date.fromisoformat(start):
+            continue
+        if end and day > date.fromisoformat(end):
+            continue
+        out.append(doc)
+    return out
+
+
+def three_decimals(x: float) -> str:
+    return str(Decimal(repr(x)).quantize(Decimal("0.001"), rounding=ROUND_HALF_UP))
+
+
+def expected_coec(max_rank: int, start: str | None = None,
+                  end: str | None = None) -> dict[str, dict[str, str]]:
+    """COEC written out in plain Python over every raw event (the plugin's scroll approach)."""
+    events = filtered(max_rank, start, end)
+    per_action: dict[str, Counter[int]] = defaultdict(Counter)
+    for doc in events:
+        per_action[doc["action_name"].lower()][doc["event_attributes"]["position"]["ordinal"]] += 1
+    def top(counter: Counter[int]) -> dict[int, int]:  # the positions terms agg, size maxRank
+        return dict(sorted(counter.items(), key=lambda kv: (-kv[1], kv[0]))[:max_rank])
+    clicks_at, shown_at = top(per_action["click"]), top(per_action["impression"])
+    ctr = [clicks_at.get(r, 0) / shown_at[r] if shown_at.get(r) else 0.0
+           for r in range(max_rank)]
+    pairs: dict[tuple[str, str], list[float]] = {}
+    for doc in events:
+        attrs = doc.get("event_attributes") or {}
+        object_id = (attrs.get("object") or {}).get("object_id")
+        if doc.get("user_query") is None or object_id is None:
+            continue
+        entry = pairs.setdefault((doc["user_query"], object_id), [0, 0, float("inf")])
+        action = doc["action_name"].lower()
+        if action in ("click", "impression"):
+            entry[0 if action == "click" else 1] += 1
+            entry[2] = min(entry[2], attrs["position"]["ordinal"])
+    out: dict[str, dict[str, str]] = defaultdict(dict)
+    for (query, doc_id), (clicks, shown, rank) in pairs.items():
+        rate = ctr[int(rank)] if rank < max_rank else 0.0
+        expected = rate * shown
+        out[query][doc_id] = three_decimals(clicks / expected if expected > 0 else 0.0)
+    return dict(out)
+
+
+@pytest.mark.parametrize("max_rank, start, end", [
+    (20, None, None), (3, None, None), (10, "2024-12-11", "2025-02-01")])
+def test_coec_equals_an_independent_computation(api: Api, worker: Worker, ubi_data: None,
+                                                max_rank: int, start: str | None,
+                                                end: str | None) -> None:
+    body: dict[str, Any] = {"type": "UBI_JUDGMENT", "clickModel": "COEC", "maxRank": max_rank}
+    if start:
+        body.update(startDate=start, endDate=end)
+    done = wait_done(api, create(api, body))
+    assert done["status"] == "COMPLETED", done["metadata"]
+    assert done["metadata"] == {"clickModel": "COEC", "maxRank": max_rank,
+                                "startDate": start or "", "endDate": end or "",
+                                "ubiEventsIndex": "ubi_events"}
+    got = as_map(done["judgmentRatings"])
+    want = expected_coec(max_rank, start, end)
+    assert got == want
+    assert len(got) > 50  # every query is saved, not only the first
+    assert any(r != "0.000" for doc in got.values() for r in doc.values())
+
+
+def test_pbm_matches_an_independent_em(api: Api, worker: Worker, ubi_data: None) -> None:
+    max_rank = 20
+    done = wait_done(api, create(api, {"type": "UBI_JUDGMENT", "clickModel": "pbm",
+                                       "maxRank": max_rank}))
+    assert done["status"] == "COMPLETED", done["metadata"]
+    got = as_map(done["judgmentRatings"])
+    # Independent PBM: EM over per (query, doc, rank) counts, plain Python loops.
+    cells: dict[tuple[str, str, int], list[int]] = defaultdict(lambda: [0, 0])
+    pairs: set[tuple[str, str]] = set()
+    for doc in filtered(max_rank, None, None):
+        attrs = doc.get("event_attributes") or {}
+        object_id = (attrs.get("object") or {}).get("object_id")
+        if doc.get("user_query") is None or object_id is None:
+            continue
+        pairs.add((doc["user_query"], object_id))
+        action = doc["action_name"].lower()
+        if action in ("click", "impression"):
+            cells[(doc["user_query"], object_id, attrs["position"]["ordinal"])][
+                0 if action == "click" else 1] += 1
+    alpha = {p: 0.5 for p in pairs}
+    gamma = {r: 0.5 for (_, _, r) in cells}
+    for _ in range(100):
+        num_a: dict[Any, float] = defaultdict(float)
+        den_a: dict[Any, float] = defaultdict(float)
+        num_g: dict[int, float] = defaultdict(float)
+        den_g: dict[int, float] = defaultdict(float)
+        for (q, d, r), (k, n) in cells.items():
+            n = max(n, k)
+            a, g = alpha[(q, d)], gamma[r]
+            no_click = 1 - a * g
+            num_a[(q, d)] += k + (n - k) * (a * (1 - g) / no_click if no_click else 0)
+            num_g[r] += k + (n - k) * (g * (1 - a) / no_click if no_click else 0)
+            den_a[(q, d)] += n
+            den_g[r] += n
+        alpha = {p: (num_a[p] / den_a[p] if den_a[p] else 0.0) for p in pairs}
+        gamma = {r: num_g[r] / den_g[r] for r in gamma}
+    assert set(got) == {q for q, _ in pairs}
+    worst = max(abs(float(got[q][d]) - alpha[(q, d)]) for q, d in pairs)
+    assert worst < 0.002, worst
+
+
+@pytest.mark.parametrize("body, reason", [
+    ({"maxRank": 20}, "clickModel is required for UBI_JUDGMENT"),
+    ({"clickModel": "dbn", "maxRank": 20}, "Unsupported click model: dbn"),
+    ({"clickModel": "coec"}, "maxRank is required"),
+    ({"clickModel": "coec", "maxRank": 0}, "maxRank must be a positive integer, got: 0"),
+    ({"clickModel": "coec", "maxRank": "20"}, "maxRank must be a positive integer, got: 20"),
+    ({"clickModel": "coec", "maxRank": 20, "startDate": "2024/12/01"},
+     "Invalid start date format: failed to parse date field [2024/12/01] with format "
+     "[yyyy-MM-dd]"),
+    ({"clickModel": "coec", "maxRank": 20, "endDate": "2025-02-30"},
+     "Invalid end date format: failed to parse date field [2025-02-30] with format "
+     "[yyyy-MM-dd]"),
+    ({"clickModel": "coec", "maxRank": 20, "ubiEventsIndex": "no-such-events"},
+     "UBI events index [no-such-events] does not exist"),
+    ({"clickModel": "coec", "maxRank": 20, "ubiEventsIndex": "ubi_queries"},
+     "UBI events index [ubi_queries] lacks the required UBI fields "
+     "[action_name, event_attributes.object.object_id]"),
+])
+def test_ubi_bad_input(api: Api, ubi_data: None, body: dict[str, Any], reason: str) -> None:
+    api.srw("PUT", "/judgments", {"name": "u", "type": "UBI_JUDGMENT", **body}).error(400, reason)
+
+
+def test_empty_dates_from_dashboards_mean_no_window(api: Api, worker: Worker,
+                                                    ubi_data: None) -> None:
+    done = wait_done(api, create(api, {"type": "UBI_JUDGMENT", "clickModel": "coec",
+                                       "maxRank": 20, "startDate": "", "endDate": ""}))
+    assert as_map(done["judgmentRatings"]) == expected_coec(20)

@@ -1,0 +1,329 @@
+"""LLM_JUDGMENT: retrieve, reuse, chunk, ask the model, parse (srw-api.md §7.2–7.4, §7.7).
+
+Every chunk of every query becomes one task of a thread pool bounded by
+``WORKBENCH_LLM_CONCURRENCY``, so a job's wall time approaches calls x latency / concurrency.
+Ratings already known (an ``existingJudgments`` list, or the judgment cache) are not asked again.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+from workbench.jobs.base import JobFailed
+from workbench.judgments import llm_chunking, llm_parse, llm_prompt, summary
+from workbench.judgments.create import JUDGMENT_INDEX, QUERY_SET_INDEX, SEARCH_CONFIG_INDEX
+from workbench.llm.base import ChatModel, ChatRequest, LLMError
+from workbench.llm.registry import resolve
+from workbench.querysets.entries import QueryEntry, read_entries
+from workbench.services import Services
+from workbench.store.judgment_cache import CacheKey, JudgmentCache, prompt_code
+from workbench.store.repository import Repository
+from workbench.store.search import SearchFailure, msearch
+from workbench.store.search_render import render
+
+log = logging.getLogger(__name__)
+
+Hit = tuple[str, str]  # (docId, context string)
+
+
+@dataclass
+class Target:
+    """One query to judge: the documents to rate and what is already known about them."""
+
+    entry: QueryEntry
+    hits: list[Hit] = field(default_factory=list)
+    known: dict[str, str] = field(default_factory=dict)  # reused or cached ratings
+    search_error: str | None = None
+
+
+@dataclass
+class Outcome:
+    ratings: dict[str, str] = field(default_factory=dict)
+    sent: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    chunks: int = 0
+    failed_chunks: int = 0
+
+
+@dataclass
+class Usage:
+    input_tokens: int = 0
+    output_tokens: int = 0
+    llm_calls: int = 0
+    cached_ratings: int = 0
+    reused_ratings: int = 0
+
+    def add(self, other: Usage) -> None:
+        self.input_tokens += other.input_tokens
+        self.output_tokens += other.output_tokens
+        self.llm_calls += other.llm_calls
+        self.cached_ratings += other.cached_ratings
+        self.reused_ratings += other.reused_ratings
+
+    def as_metadata(self) -> dict[str, int]:
+        return {"inputTokens": self.input_tokens, "outputTokens": self.output_tokens,
+                "llmCalls": self.llm_calls, "cachedRatings": self.cached_ratings,
+                "reusedRatings": self.reused_ratings}
+
+    @classmethod
+    def from_metadata(cls, value: Any) -> Usage:
+        value = value or {}
+        return cls(int(value.get("inputTokens", 0)), int(value.get("outputTokens", 0)),
+                   int(value.get("llmCalls", 0)), int(value.get("cachedRatings", 0)),
+                   int(value.get("reusedRatings", 0)))
+
+
+class Judge:
+    """The model, prompt and cache settings of one judgment, and the calls it makes."""
+
+    def __init__(self, svc: Services, metadata: dict[str, Any], index: str) -> None:
+        self.svc = svc
+        self.metadata = metadata
+        self.index = index
+        self.rating_type = metadata.get("llmJudgmentRatingType") or llm_prompt.SCORE0_1
+        self.template = metadata.get("promptTemplate") or llm_prompt.DEFAULT_TEMPLATE
+        self.token_limit = int(metadata.get("tokenLimit") or 4000)
+        self.context_fields = list(metadata.get("contextFields") or [])
+        self.model_id = str(metadata["modelId"])
+        self.model: ChatModel = resolve(self.model_id, svc.config, svc.models)
+        self.cache = JudgmentCache(svc.client)
+        self.read_cache = not metadata.get("overwriteCache", False)
+        self.prompt = prompt_code(self.template, self.rating_type)
+        self.system = llm_prompt.system_prompt(self.rating_type)
+        self.usage = Usage()
+
+    def key(self, entry: QueryEntry, doc_id: str) -> CacheKey:
+        return CacheKey(entry.key, f"{self.index}::{doc_id}", tuple(self.context_fields),
+                        self.model_id, self.prompt)
+
+    def use_cache(self, targets: Iterable[Target]) -> None:
+        """Fill ``known`` from the cache for every hit not already known."""
+        if not self.read_cache:
+            return
+        wanted = {self.key(t.entry, doc_id): (t, doc_id)
+                  for t in targets for doc_id, _ in t.hits if doc_id not in t.known}
+        for key, rating in self.cache.lookup(list(wanted)).items():
+            target, doc_id = wanted[key]
+            target.known[doc_id] = rating
+            self.usage.cached_ratings += 1
+
+    def rate(self, targets: list[Target]) -> list[Outcome]:
+        """Ask the model about every unknown hit of every target, chunk by chunk, in parallel."""
+        outcomes = [Outcome() for _ in targets]
+        tasks: list[tuple[int, list[tuple[str, str]]]] = []
+        for number, target in enumerate(targets):
+            todo = [(f"{self.index}::{d}", ctx) for d, ctx in target.hits
+                    if d not in target.known]
+            outcomes[number].sent = [d for d, _ in target.hits if d not in target.known]
+            if not todo:
+                continue
+            chunks = llm_chunking.chunk_hits(self.system, self.template, target.entry.query_text,
+                                             target.entry.custom_fields, todo, self.token_limit)
+            tasks.extend((number, chunk) for chunk in chunks)
+            outcomes[number].chunks = len(chunks)
+        workers = max(1, min(self.svc.config.llm_concurrency, len(tasks)))
+        with ThreadPoolExecutor(workers, thread_name_prefix="llm") as pool:
+            answers = pool.map(lambda task: self._chunk(targets[task[0]].entry, task[1]), tasks)
+            for (number, _), (ratings, error, usage) in zip(tasks, answers, strict=True):
+                self.usage.add(usage)
+                if error is None:
+                    outcomes[number].ratings.update(ratings)
+                else:
+                    outcomes[number].errors.append(error)
+                    outcomes[number].failed_chunks += 1
+        new = {self.key(t.entry, d): r for t, o in zip(targets, outcomes, strict=True)
+               for d, r in o.ratings.items()}
+        self.cache.store(new)
+        return outcomes
+
+    def _chunk(self, entry: QueryEntry,
+               chunk: list[tuple[str, str]]) -> tuple[dict[str, str], str | None, Usage]:
+        """One chunk: structured output first, then once without it (§7.4.1)."""
+        usage = Usage()
+        user = llm_prompt.user_content(self.template, entry.query_text, entry.custom_fields,
+                                       llm_prompt.hits_json(chunk))
+        allowed = {composite.split("::", 1)[1] for composite, _ in chunk}
+        error = ""
+        for response_format in (llm_prompt.response_format(self.rating_type), None):
+            try:
+                result = self.model.chat(ChatRequest(self.system, user, response_format))
+            except LLMError as exc:
+                error = str(exc)
+                usage.llm_calls += 1
+                if not exc.retryable and response_format is None:
+                    break
+                continue
+            usage.llm_calls += 1
+            usage.input_tokens += result.input_tokens
+            usage.output_tokens += result.output_tokens
+            try:
+                ratings = llm_parse.parse_ratings(result.text, self.rating_type, allowed)
+            except llm_parse.ParseFailure as exc:
+                error = f"could not read the answer of model {self.model_id}: {exc}"
+                continue
+            if ratings:
+                return ratings, None, usage
+            error = f"model {self.model_id} returned no usable ratings"
+        return {}, error, usage
+
+
+def _load(svc: Services, index: str, entity_id: str, label: str) -> dict[str, Any]:
+    source = Repository(svc.client, index).get_source(entity_id)
+    if source is None:
+        raise JobFailed(f"{label} [{entity_id}] does not exist")
+    return source
+
+
+def _existing_ratings(svc: Services, ids: list[str]) -> list[dict[str, dict[str, str]]]:
+    """query key -> docId -> rating, per reused judgment, in the order given."""
+    out = []
+    for judgment_id in ids:
+        doc = _load(svc, JUDGMENT_INDEX, judgment_id, "Judgment")
+        out.append({e["query"]: {r["docId"]: str(r["rating"]) for r in e.get("ratings") or []}
+                    for e in doc.get("judgmentRatings") or []})
+    return out
+
+
+def _context(source: dict[str, Any], context_fields: list[str]) -> str:
+    return llm_prompt.context_string(source, context_fields)
+
+
+def _retrieve(svc: Services, entries: list[QueryEntry], configs: list[dict[str, Any]],
+              size: int, context_fields: list[str]) -> list[Target]:
+    """Top ``size`` hits per query per configuration (one ``_msearch`` per batch), deduplicated
+    by id across configurations: configuration order, then rank."""
+    targets = [Target(entry) for entry in entries]
+    searches, owners = [], []
+    for number, entry in enumerate(entries):
+        for config in configs:
+            try:
+                searches.append(render(config, entry.query_text, size, entry.custom_fields))
+                owners.append(number)
+            except Exception as exc:  # noqa: BLE001 - a query that cannot be rendered fails alone
+                targets[number].search_error = str(exc)
+    answers = msearch(svc.client, searches) if searches else []
+    failed: dict[int, list[str]] = {}
+    tried: dict[int, int] = {}
+    for number, answer in zip(owners, answers, strict=True):
+        tried[number] = tried.get(number, 0) + 1
+        if isinstance(answer, SearchFailure):
+            failed.setdefault(number, []).append(answer.reason)
+            continue
+        seen = {d for d, _ in targets[number].hits}
+        for hit in answer["hits"]["hits"]:
+            if hit["_id"] not in seen:
+                seen.add(hit["_id"])
+                targets[number].hits.append((hit["_id"],
+                                             _context(hit.get("_source") or {}, context_fields)))
+    for number, reasons in failed.items():
+        if len(reasons) == tried.get(number, 0):
+            targets[number].search_error = "; ".join(reasons)
+    return targets
+
+
+def _assemble(targets: list[Target], outcomes: list[Outcome],
+              ) -> tuple[list[dict[str, Any]], int, str | None]:
+    """The ``judgmentRatings`` entries, the number of failed queries and the last reason."""
+    entries, failed, reason = [], 0, None
+    for target, outcome in zip(targets, outcomes, strict=True):
+        if target.search_error is not None:
+            failed, reason = failed + 1, f"search failed: {target.search_error}"
+            continue
+        if outcome.chunks and outcome.failed_chunks == outcome.chunks:
+            failed, reason = failed + 1, outcome.errors[-1]
+            continue
+        rated = {**target.known, **outcome.ratings}
+        entry: dict[str, Any] = {
+            "query": target.entry.key,
+            "ratings": [{"docId": d, "rating": rated[d]} for d, _ in target.hits if d in rated],
+        }
+        missing = [d for d in outcome.sent if d not in outcome.ratings]
+        if missing:
+            entry["failures"] = [{"docId": d} for d in missing]
+        entries.append(entry)
+    return entries, failed, reason
+
+
+def generate(svc: Services, judgment_id: str,
+             metadata: dict[str, Any]) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    query_set = _load(svc, QUERY_SET_INDEX, metadata["querySetId"], "QuerySet")
+    configs = [_load(svc, SEARCH_CONFIG_INDEX, c, "SearchConfiguration")
+               for c in metadata["searchConfigurationList"]]
+    entries = read_entries(query_set)
+    judge = Judge(svc, metadata, configs[0]["index"])
+    targets = _retrieve(svc, entries, configs, int(metadata.get("size", 10)),
+                        judge.context_fields)
+    for reused in _existing_ratings(svc, list(metadata.get("existingJudgments") or [])):
+        for target in targets:
+            for doc_id, rating in (reused.get(target.entry.key) or {}).items():
+                if doc_id not in target.known and any(d == doc_id for d, _ in target.hits):
+                    target.known[doc_id] = rating
+                    judge.usage.reused_ratings += 1
+    judge.use_cache(targets)
+    outcomes = judge.rate(targets)
+    ratings, failed, reason = _assemble(targets, outcomes)
+    out = dict(metadata)
+    out.update(totalQueries=len(entries), successfulQueries=len(entries) - failed,
+               failedQueries=failed, usage=judge.usage.as_metadata())
+    if failed and reason:
+        out["lastFailureReason"] = reason
+    if failed and not metadata.get("ignoreFailure"):
+        raise JobFailed(f"LLM judgment generation failed: {failed} of {len(entries)} queries "
+                        "could not be processed", {"lastFailureReason": reason})
+    log.info("judgment %s: %d queries, %d failed, %s", judgment_id, len(entries), failed,
+             judge.usage.as_metadata())
+    return ratings, out
+
+
+def retry_failed(svc: Services,
+                 doc: dict[str, Any]) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """Rate again the documents listed in ``failures`` and merge the answers (§7.7)."""
+    metadata = doc.get("metadata") or {}
+    config_ids = metadata.get("searchConfigurationList") or []
+    config = _load(svc, SEARCH_CONFIG_INDEX, config_ids[0], "SearchConfiguration")
+    index = config["index"]
+    entries = doc.get("judgmentRatings") or []
+    wanted = sorted({f["docId"] for e in entries for f in e.get("failures") or []})
+    found = svc.client.mget(index=index, body={"ids": wanted})["docs"] if wanted else []
+    sources = {d["_id"]: d.get("_source") or {} for d in found if d.get("found")}
+    gone = [d for d in wanted if d not in sources]
+    if gone:
+        raise JobFailed(f"Cannot retry: document(s) no longer exist in index [{index}]: "
+                        f"[{', '.join(gone)}]")
+    by_key: dict[str, QueryEntry] = {}
+    query_set = Repository(svc.client, QUERY_SET_INDEX).get_source(metadata.get("querySetId", ""))
+    if query_set is not None:
+        by_key = {e.key: e for e in read_entries(query_set)}
+    judge = Judge(svc, metadata, index)
+    targets, owners = [], []
+    context_fields = judge.context_fields
+    for number, entry in enumerate(entries):
+        failures = [f["docId"] for f in entry.get("failures") or []]
+        if not failures:
+            continue
+        query_entry = by_key.get(entry["query"]) or read_entries(
+            {"querySetQueries": [{"queryText": entry["query"]}]})[0]
+        targets.append(Target(query_entry, [(d, _context(sources[d], context_fields))
+                                            for d in failures]))
+        owners.append(number)
+    judge.use_cache(targets)
+    outcomes = judge.rate(targets)
+    for number, target, outcome in zip(owners, targets, outcomes, strict=True):
+        entry = entries[number]
+        rated = {**target.known, **outcome.ratings}
+        entry["ratings"] = list(entry.get("ratings") or []) + [
+            {"docId": d, "rating": rated[d]} for d, _ in target.hits if d in rated]
+        still = [{"docId": d} for d, _ in target.hits if d not in rated]
+        if still:
+            entry["failures"] = still
+        else:
+            entry.pop("failures", None)
+    usage = Usage.from_metadata(metadata.get("usage"))
+    usage.add(judge.usage)
+    out = summary.recompute({**metadata, "usage": usage.as_metadata()}, entries)
+    out.pop("error", None)
+    return entries, out

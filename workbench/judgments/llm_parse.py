@@ -1,0 +1,149 @@
+"""Reading ratings out of an LLM judge's answer (srw-api.md §7.3.4, §13.24).
+
+Models answer in many shapes, with or without structured output: the requested
+``{"ratings": [...]}`` object, a bare array, one rating object, JSON in a markdown fence, or
+JSON inside prose. Everything that can be read is accepted; only text with no usable JSON at
+all is a failure.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from typing import Any
+
+from workbench.javafmt import double_to_string
+from workbench.judgments.llm_prompt import RATING_TYPES, SCORE0_1
+
+BINARY_RATINGS = {"RELEVANT": "1.0", "IRRELEVANT": "0.0"}
+COMPOSITE_SEPARATOR = "::"
+
+_FENCE = re.compile(r"```[ \t]*(?:json)?[ \t]*\r?\n?(.*?)```", re.IGNORECASE | re.DOTALL)
+_MAX_SCAN_STARTS = 1000  # bounds the embedded-JSON scan on long, bracket-heavy prose
+_PREVIEW = 200
+
+
+class ParseFailure(ValueError):
+    """The model's answer holds no ratings JSON at all (the chunk failed)."""
+
+
+class _NonFinite:
+    """Stands for NaN/Infinity in an answer, which are not JSON numbers."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+
+_DECODER = json.JSONDecoder(strict=False, parse_constant=_NonFinite)
+
+
+def _clean(text: str) -> str:
+    """The plugin's clean-up: no backticks, newlines as spaces, trimmed."""
+    return text.replace("`", "").replace("\n", " ").strip()
+
+
+def _elements(value: Any) -> list[Any] | None:
+    """The rating elements of a parsed JSON value, or None when it is not a ratings shape."""
+    if isinstance(value, dict):
+        ratings = value.get("ratings")
+        if isinstance(ratings, list):
+            return ratings
+        if "id" in value or "rating_score" in value:
+            return [value]
+        return None
+    if isinstance(value, list) and (not value or any(isinstance(v, dict) for v in value)):
+        return value
+    return None
+
+
+def _loads(text: str) -> list[Any] | None:
+    try:
+        return _elements(_DECODER.decode(text))
+    except (ValueError, RecursionError):
+        return None
+
+
+def _embedded(text: str) -> list[Any] | None:
+    """The first JSON object or array inside ``text`` that has a ratings shape."""
+    starts = 0
+    for match in re.finditer(r"[\[{]", text):
+        starts += 1
+        if starts > _MAX_SCAN_STARTS:
+            break
+        try:
+            value, _ = _DECODER.raw_decode(text, match.start())
+        except (ValueError, RecursionError):
+            continue
+        elements = _elements(value)
+        if elements is not None:
+            return elements
+    return None
+
+
+def rating_elements(text: str) -> list[Any]:
+    """The list of rating elements in an answer, trying each accepted shape in turn."""
+    cleaned = _clean(text)
+    if not cleaned:
+        raise ParseFailure("Could not parse ratings from the model answer: the answer is empty")
+    found = _loads(cleaned)
+    if found is None:
+        for fenced in _FENCE.finditer(text):
+            found = _loads(_clean(fenced.group(1)))
+            if found is not None:
+                break
+    if found is None:
+        found = _embedded(cleaned)
+    if found is None:
+        preview = cleaned if len(cleaned) <= _PREVIEW else cleaned[:_PREVIEW] + "..."
+        raise ParseFailure(
+            "Could not parse ratings from the model answer: expected a JSON object with a "
+            f'"ratings" array or a JSON array of ratings, got: {preview}'
+        )
+    return found
+
+
+def _doc_id(raw: Any, allowed_ids: set[str]) -> str | None:
+    """The docId an element names: the composite ``<index>::<docId>`` or the bare docId."""
+    if isinstance(raw, bool) or not isinstance(raw, str | int):
+        return None
+    raw = str(raw)
+    # Index names cannot contain ':', so the first '::' ends the index part.
+    _, separator, after = raw.partition(COMPOSITE_SEPARATOR)
+    for candidate in (after, raw) if separator else (raw,):
+        if candidate in allowed_ids:
+            return candidate
+    return None
+
+
+def _rating(score: Any, rating_type: str) -> str | None:
+    """The stored rating string, or None when ``score`` is not valid for the rating type."""
+    if rating_type == SCORE0_1:
+        if isinstance(score, bool) or not isinstance(score, int | float):
+            return None  # strings, booleans, null, NaN/Infinity are not numbers here
+        try:
+            number = float(score)
+        except OverflowError:
+            return None
+        return double_to_string(number) if math.isfinite(number) else None
+    return BINARY_RATINGS.get(score) if isinstance(score, str) else None
+
+
+def parse_ratings(text: str, rating_type: str, allowed_ids: set[str]) -> dict[str, str]:
+    """docId -> rating string for every usable element of the answer (last one wins per docId).
+
+    Elements naming a doc outside ``allowed_ids`` or carrying an invalid ``rating_score`` are
+    skipped; ``{}`` (e.g. an empty ``ratings`` array) is a valid result that the caller answers
+    with a retry. Raises ParseFailure when the text holds no ratings JSON.
+    """
+    if rating_type not in RATING_TYPES:
+        raise ValueError(f"Unknown rating type: {rating_type}")
+    ratings: dict[str, str] = {}
+    for element in rating_elements(text):
+        if not isinstance(element, dict):
+            continue
+        doc_id = _doc_id(element.get("id"), allowed_ids)
+        rating = _rating(element.get("rating_score"), rating_type)
+        if doc_id is not None and rating is not None:
+            ratings[doc_id] = rating
+    return ratings

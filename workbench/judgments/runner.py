@@ -1,0 +1,69 @@
+"""The judgment jobs: load the PROCESSING (or RETRYING) document by id, generate, write back.
+
+A job is idempotent: it acts only on a document still in the state it was queued for, and its
+final write is conditional on the version it read, so a redelivered job never overwrites a
+finished, edited or deleted judgment.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from opensearchpy.exceptions import ConflictError, NotFoundError
+
+from workbench.judgments import imported, llm, ubi
+from workbench.judgments.create import JUDGMENT_INDEX
+from workbench.services import Services
+from workbench.store.repository import Repository
+
+log = logging.getLogger(__name__)
+
+EVENTS = {
+    "IMPORT_JUDGMENT": "import_judgment_rating_generations",
+    "UBI_JUDGMENT": "ubi_judgment_rating_generations",
+    "LLM_JUDGMENT": "llm_judgment_rating_generations",
+}
+
+
+def repository(svc: Services) -> Repository:
+    return Repository(svc.client, JUDGMENT_INDEX)
+
+
+def generate(svc: Services, judgment_id: str) -> None:
+    repo = repository(svc)
+    hit = repo.get_hit(judgment_id)
+    if hit is None or hit["_source"].get("status") != "PROCESSING":
+        log.info("judgment %s is not PROCESSING (deleted or done); nothing to do", judgment_id)
+        return
+    doc = hit["_source"]
+    svc.record_event(EVENTS[doc["type"]])
+    metadata = doc.get("metadata") or {}
+    if doc["type"] == "IMPORT_JUDGMENT":
+        ratings = imported.build(metadata.get("judgmentRatings"))
+        metadata = {}
+    elif doc["type"] == "UBI_JUDGMENT":
+        ratings = ubi.generate(svc.client, metadata)
+    else:
+        ratings, metadata = llm.generate(svc, judgment_id, metadata)
+    write(repo, hit, {"status": "COMPLETED", "metadata": metadata, "judgmentRatings": ratings})
+
+
+def retry(svc: Services, judgment_id: str) -> None:
+    repo = repository(svc)
+    hit = repo.get_hit(judgment_id)
+    if hit is None or hit["_source"].get("status") != "RETRYING":
+        log.info("judgment %s is not RETRYING; nothing to do", judgment_id)
+        return
+    ratings, metadata = llm.retry_failed(svc, hit["_source"])
+    write(repo, hit, {"status": "COMPLETED", "metadata": metadata, "judgmentRatings": ratings})
+
+
+def write(repo: Repository, hit: dict[str, Any], fields: dict[str, Any]) -> None:
+    """Replace the document with its finished form, unless it changed since it was read."""
+    doc = {**hit["_source"], **fields}
+    try:
+        repo.put(doc, seq_no=hit["_seq_no"], primary_term=hit["_primary_term"])
+    except (ConflictError, NotFoundError):
+        log.warning("judgment %s changed or was deleted while its job ran; result dropped",
+                    doc["id"])

@@ -1,0 +1,290 @@
+"""The provider-neutral interface: one chat request in, one answer (or one LLMError) out.
+
+Providers (OpenAI-compatible, Bedrock, ML Commons) differ in wire format only; the judgment job
+talks to ``ChatModel.chat`` and never sees HTTP. Transport retries live here so that every provider
+backs off the same way and a job sees a single outcome per logical call.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import json
+import logging
+import math
+import random
+import time
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol, TypeVar
+
+import urllib3
+
+from workbench.logs import redact
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+_ESCAPES = str.maketrans({"\\": "\\\\", '"': '\\"', "\n": "\\n", "\r": "\\r", "\t": "\\t"})
+
+
+def json_escape(text: str) -> str:
+    """Escape text the way the plugin does (§7.3.3): only backslash, quote, LF, CR and tab."""
+    return text.translate(_ESCAPES)
+
+
+def messages_string(system: str, user: str) -> str:
+    """The ``messages`` parameter ML Commons connectors substitute into an OpenAI-style body."""
+    return (
+        f'[{{"role":"system","content":"{json_escape(system)}"}},'
+        f'{{"role":"user","content":"{json_escape(user)}"}}]'
+    )
+
+
+@dataclass(frozen=True)
+class ChatRequest:
+    """One prompt; ``response_format`` is the §7.4.1 json_schema dict, None for the fallback."""
+
+    system: str
+    user: str
+    response_format: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class ChatResult:
+    """The model's text and token usage.
+
+    Token counts are what the provider reported; when it reported nothing they are estimated as
+    characters / 4 rounded up (prompt = system + user, answer = ``text``) and ``tokens_estimated``
+    is True, so the caller can swap in a real tokenizer count.
+    """
+
+    text: str
+    input_tokens: int
+    output_tokens: int
+    tokens_estimated: bool = False
+
+
+class LLMError(Exception):
+    """One logical LLM call failed.
+
+    ``retryable`` tells the caller whether trying again later may help (the transport retries
+    are already spent). ``reason`` is the bare reason (for the contract's exact messages);
+    ``str()`` is ``model [<id>]: <reason>`` on one line (just the reason when it already names
+    ``[<id>]``). Never carries credentials.
+    """
+
+    def __init__(
+        self, model_id: str, reason: str, *, status: int | None = None, retryable: bool = False
+    ) -> None:
+        self.model_id = model_id
+        self.reason = " ".join(reason.split())
+        self.status = status
+        self.retryable = retryable
+        named = f"[{model_id}]" in self.reason
+        super().__init__(self.reason if named else f"model [{model_id}]: {self.reason}")
+
+    def __reduce__(self) -> Any:
+        # Celery pickles exceptions; keep the keyword-only fields across the trip.
+        return (_rebuild_error, (self.model_id, self.reason, self.status, self.retryable))
+
+
+def _rebuild_error(model_id: str, reason: str, status: int | None, retryable: bool) -> LLMError:
+    return LLMError(model_id, reason, status=status, retryable=retryable)
+
+
+class ChatModel(Protocol):
+    """What the judgment job calls. Implementations are safe to share between threads."""
+
+    model_id: str
+
+    def chat(self, request: ChatRequest) -> ChatResult: ...
+
+
+def estimate_tokens(text: str) -> int:
+    """Rough token count (characters / 4, rounded up) for providers that report no usage."""
+    return math.ceil(len(text) / 4)
+
+
+def result_with_usage(
+    request: ChatRequest, text: str, input_tokens: Any, output_tokens: Any
+) -> ChatResult:
+    """A ChatResult from reported counts, falling back to the estimate when either is missing."""
+    if isinstance(input_tokens, int) and isinstance(output_tokens, int):
+        return ChatResult(text, input_tokens, output_tokens)
+    return ChatResult(
+        text,
+        estimate_tokens(request.system + request.user),
+        estimate_tokens(text),
+        tokens_estimated=True,
+    )
+
+
+# --- retries ---------------------------------------------------------------------------------
+
+
+class Transient(Exception):
+    """One attempt failed in a way that may pass (429, 5xx, timeout, connection error)."""
+
+    def __init__(self, reason: str, status: int | None = None, retry_after: float | None = None):
+        super().__init__(reason)
+        self.reason = reason
+        self.status = status
+        self.retry_after = retry_after
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """Exponential backoff with jitter; a server's Retry-After wins, up to ``retry_after_cap``."""
+
+    base: float = 0.5
+    cap: float = 20.0
+    retry_after_cap: float = 30.0
+
+    def delay(self, attempt: int, retry_after: float | None) -> float:
+        """Seconds to wait after failed attempt number ``attempt`` (0-based)."""
+        if retry_after is not None and retry_after >= 0:
+            return min(retry_after, self.retry_after_cap)
+        backoff = min(self.cap, self.base * 2**attempt)
+        return backoff * random.uniform(0.5, 1.0)
+
+
+DEFAULT_RETRY = RetryPolicy()
+
+
+def call_with_retries(
+    model_id: str,
+    max_retries: int,
+    policy: RetryPolicy,
+    attempt: Callable[[], T],
+    sleep: Callable[[float], None] = time.sleep,
+) -> T:
+    """Run ``attempt`` until it returns, raises LLMError, or ``max_retries`` retries are spent."""
+    tries = max_retries + 1
+    for number in range(tries):
+        try:
+            return attempt()
+        except Transient as exc:
+            if number + 1 >= tries:
+                raise LLMError(
+                    model_id,
+                    f"{exc.reason} (gave up after {tries} attempt{'s' if tries > 1 else ''})",
+                    status=exc.status,
+                    retryable=True,
+                ) from None
+            wait = policy.delay(number, exc.retry_after)
+            log.warning(
+                "LLM model [%s]: %s; retry %d of %d in %.2fs",
+                model_id, exc.reason, number + 1, max_retries, wait,
+            )
+            sleep(wait)
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def parse_retry_after(value: str | None) -> float | None:
+    """Retry-After as seconds: a number (fractions accepted) or an HTTP date."""
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - time.time())
+
+
+# --- HTTP ------------------------------------------------------------------------------------
+
+
+def scrub(text: str, secrets: Iterable[str | None] = ()) -> str:
+    """Remove known secret values and anything that looks like a credential from a message."""
+    for secret in secrets:
+        if secret:
+            text = text.replace(secret, "****")
+    return redact(text)
+
+
+def error_detail(body: bytes, limit: int = 300) -> str:
+    """The most readable part of an error body: OpenAI's/OpenSearch's message, else its text."""
+    text = body.decode("utf-8", "replace")
+    try:
+        data = json.loads(text)
+    except ValueError:
+        data = None
+    if isinstance(data, dict):
+        error = data.get("error")
+        if isinstance(error, dict):
+            message = error.get("message") or error.get("reason")
+            if isinstance(message, str):
+                text = message
+        elif isinstance(error, str):
+            text = error
+        elif isinstance(data.get("message"), str):
+            text = data["message"]
+    text = " ".join(text.split())
+    return text[:limit] + ("..." if len(text) > limit else "")
+
+
+def post_json(
+    model_id: str,
+    pool: urllib3.PoolManager,
+    url: str,
+    payload: Mapping[str, Any],
+    headers: Mapping[str, str],
+    timeout: float,
+    where: str,
+) -> tuple[int, urllib3.HTTPHeaderDict, bytes]:
+    """POST a JSON body once; transport failures become Transient (or LLMError when retrying
+    cannot help), described by ``where``, a credential-free name of the endpoint."""
+    all_headers = {"Content-Type": "application/json", "Accept": "application/json", **headers}
+    try:
+        response = pool.request(
+            "POST",
+            url,
+            body=json.dumps(payload).encode(),
+            headers=all_headers,
+            timeout=urllib3.Timeout(connect=min(10.0, timeout), read=timeout),
+            retries=False,
+            redirect=False,
+        )
+    except urllib3.exceptions.SSLError as exc:
+        raise LLMError(model_id, scrub(f"TLS error talking to {where}: {exc}")) from None
+    except urllib3.exceptions.LocationValueError:
+        raise LLMError(model_id, f"invalid URL for {where}") from None
+    except urllib3.exceptions.NewConnectionError:
+        raise Transient(f"cannot connect to {where}") from None
+    except (urllib3.exceptions.TimeoutError, TimeoutError):
+        raise Transient(f"no answer from {where} within {timeout:g}s") from None
+    except (urllib3.exceptions.HTTPError, OSError) as exc:
+        raise Transient(f"connection to {where} failed ({type(exc).__name__})") from None
+    return response.status, response.headers, response.data
+
+
+def check_status(
+    model_id: str,
+    status: int,
+    headers: Mapping[str, str],
+    body: bytes,
+    where: str,
+    secrets: Iterable[str | None] = (),
+) -> None:
+    """Raise Transient for 429/5xx and LLMError for any other non-2xx answer."""
+    if 200 <= status < 300:
+        return
+    detail = scrub(error_detail(body), secrets)
+    reason = f"HTTP {status} from {where}" + (f": {detail}" if detail else "")
+    if status == 429 or status >= 500:
+        raise Transient(reason, status, parse_retry_after(headers.get("Retry-After")))
+    raise LLMError(model_id, reason, status=status, retryable=False)
+
+
+def parse_json_body(model_id: str, body: bytes, where: str) -> Any:
+    """Decode a 2xx answer; a body that is not JSON is a non-retryable protocol error."""
+    try:
+        return json.loads(body)
+    except ValueError:
+        snippet = " ".join(body[:120].decode("utf-8", "replace").split())
+        raise LLMError(model_id, f"answer from {where} is not JSON: {snippet!r}") from None

@@ -1,0 +1,79 @@
+"""The LLM judgment cache (``.plugins-search-relevance-judgment-cache``, srw-api.md §4.7, §7.3.9).
+
+A rating is keyed by everything that shapes the LLM's answer: the query (with its custom
+fields), the document, the context fields, the model, and the prompt template with the rating
+type. Later jobs read it instead of paying for the same call twice.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from opensearchpy import OpenSearch
+from opensearchpy.helpers import bulk
+
+from workbench.store.repository import now_iso
+
+CACHE_INDEX = ".plugins-search-relevance-judgment-cache"
+
+
+def prompt_code(template: str, rating_type: str) -> str:
+    """SHA-256 of ``<promptTemplate>::<ratingType>`` (the intermediate plugin's hash)."""
+    return hashlib.sha256(f"{template}::{rating_type}".encode()).hexdigest()
+
+
+@dataclass(frozen=True)
+class CacheKey:
+    query: str
+    document: str  # <index>::<docId>
+    context_fields: tuple[str, ...]
+    model_id: str
+    prompt: str
+
+    @property
+    def doc_id(self) -> str:
+        raw = json.dumps([self.query, self.document, sorted(self.context_fields),
+                          self.model_id, self.prompt], ensure_ascii=False)
+        return hashlib.sha256(raw.encode()).hexdigest()
+
+
+class JudgmentCache:
+    def __init__(self, client: OpenSearch) -> None:
+        self.client = client
+
+    def lookup(self, keys: list[CacheKey]) -> dict[CacheKey, str]:
+        """The cached rating of every key that has one (one multi-get per 1000 keys)."""
+        found: dict[CacheKey, str] = {}
+        for start in range(0, len(keys), 1000):
+            chunk = keys[start:start + 1000]
+            answer = self.client.mget(index=CACHE_INDEX,
+                                      body={"ids": [k.doc_id for k in chunk]})
+            for key, doc in zip(chunk, answer["docs"], strict=True):
+                if doc.get("found"):
+                    found[key] = str(doc["_source"]["rating"])
+        return found
+
+    def store(self, ratings: dict[CacheKey, str]) -> None:
+        if not ratings:
+            return
+        actions = (
+            {"_index": CACHE_INDEX, "_id": key.doc_id, "_source": self._doc(key, rating)}
+            for key, rating in ratings.items()
+        )
+        bulk(self.client, actions, refresh=True)
+
+    @staticmethod
+    def _doc(key: CacheKey, rating: str) -> dict[str, Any]:
+        return {
+            "id": key.doc_id,
+            "timestamp": now_iso(),
+            "queryText": key.query,
+            "documentId": key.document,
+            "contextFieldsStr": ",".join(sorted(key.context_fields)),
+            "rating": rating,
+            "modelId": key.model_id,
+            "promptTemplateCode": key.prompt,
+        }

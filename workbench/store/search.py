@@ -1,0 +1,57 @@
+"""Running many rendered searches at once with ``_msearch`` (one request per batch, not per
+query), as judgments and experiments need."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from opensearchpy import OpenSearch
+
+from workbench.store.search_render import RenderedSearch
+
+BATCH = 200
+
+
+@dataclass(frozen=True)
+class SearchFailure:
+    """One search of a batch that the cluster refused; ``reason`` is readable."""
+
+    status: int
+    reason: str
+
+
+def msearch(client: OpenSearch, searches: list[RenderedSearch],
+            batch: int = BATCH) -> list[dict[str, Any] | SearchFailure]:
+    """Answers in the order of ``searches``. Searches sharing a search pipeline go together,
+    since the pipeline is a parameter of the whole ``_msearch`` request."""
+    results: list[dict[str, Any] | SearchFailure | None] = [None] * len(searches)
+    by_pipeline: dict[str | None, list[int]] = {}
+    for position, search in enumerate(searches):
+        by_pipeline.setdefault(search.pipeline, []).append(position)
+    for pipeline, positions in by_pipeline.items():
+        for start in range(0, len(positions), batch):
+            chunk = positions[start:start + batch]
+            lines = []
+            for position in chunk:
+                lines.append(json.dumps({"index": searches[position].index}))
+                lines.append(json.dumps(searches[position].body))
+            params = {"search_pipeline": pipeline} if pipeline else {}
+            answer = client.msearch(body="\n".join(lines) + "\n", params=params,
+                                    request_timeout=300)
+            for position, response in zip(chunk, answer["responses"], strict=True):
+                results[position] = _result(response)
+    return [r for r in results if r is not None]
+
+
+def _result(response: dict[str, Any]) -> dict[str, Any] | SearchFailure:
+    if "error" not in response:
+        return response
+    error = response["error"]
+    if isinstance(error, dict):
+        cause = (error.get("root_cause") or [error])[0]
+        reason = f"{cause.get('type', 'error')}: {cause.get('reason', '')}"
+    else:
+        reason = str(error)
+    return SearchFailure(int(response.get("status", 500)), reason)

@@ -1,0 +1,132 @@
+"""Click and impression counts from a UBI events index, computed by the cluster with aggregations.
+
+No event is ever pulled into Python: the rank click-through rates come from one terms
+aggregation, the per (query, document, rank) counts from a composite aggregation read page by
+page, so memory grows with the number of distinct query-document-rank cells, never with events.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from opensearchpy import OpenSearch
+
+ORDINAL = "event_attributes.position.ordinal"
+OBJECT_ID = "event_attributes.object.object_id"
+REQUIRED_FIELDS = ("query_id", "action_name", OBJECT_ID)
+PAGE = 10_000
+
+
+def missing_fields(client: OpenSearch, index: str) -> list[str] | None:
+    """None when the index does not exist; else the required UBI fields its mapping lacks."""
+    if not client.indices.exists(index=index):
+        return None
+    mappings = client.indices.get_mapping(index=index)
+    found: set[str] = set()
+    for mapping in mappings.values():
+        found |= set(_paths(mapping.get("mappings", {}).get("properties") or {}))
+    return [field for field in REQUIRED_FIELDS if field not in found]
+
+
+def _paths(properties: dict[str, Any], prefix: str = "") -> Iterator[str]:
+    for name, spec in properties.items():
+        yield prefix + name
+        yield from _paths(spec.get("properties") or {}, f"{prefix}{name}.")
+
+
+def event_filter(max_rank: int, start_date: str | None, end_date: str | None) -> dict[str, Any]:
+    """The contract's filter F: ordinal <= maxRank, and the date window when one is given
+    (``lte`` on a bare date includes that whole day, as OpenSearch rounds it up)."""
+    must: list[dict[str, Any]] = [{"range": {ORDINAL: {"lte": max_rank}}}]
+    if start_date or end_date:
+        window: dict[str, Any] = {"format": "yyyy-MM-dd"}
+        if start_date:
+            window["gte"] = start_date
+        if end_date:
+            window["lte"] = end_date
+        must.append({"range": {"timestamp": window}})
+    return {"bool": {"must": must}}
+
+
+def rank_counts(client: OpenSearch, index: str, query: dict[str, Any],
+                max_rank: int) -> tuple[dict[int, int], dict[int, int]]:
+    """Clicks and impressions per rank (COEC step 1), action names compared case-insensitively.
+
+    Like the plugin, the position terms aggregation keeps only the ``max_rank`` most frequent
+    ranks, so a rarely seen rank can be missing (and then has no click-through rate).
+    """
+    body = {
+        "size": 0,
+        "query": query,
+        "aggs": {"actions": {
+            "terms": {"field": "action_name", "size": 100},
+            "aggs": {"positions": {"terms": {"field": ORDINAL, "size": max_rank}}},
+        }},
+    }
+    answer = client.search(index=index, body=body, request_timeout=300)
+    clicks: dict[int, int] = {}
+    impressions: dict[int, int] = {}
+    for action in answer["aggregations"]["actions"]["buckets"]:
+        name = str(action["key"]).lower()
+        target = clicks if name == "click" else impressions if name == "impression" else None
+        if target is None:
+            continue
+        for position in action["positions"]["buckets"]:
+            rank = int(position["key"])
+            target[rank] = target.get(rank, 0) + int(position["doc_count"])
+    return clicks, impressions
+
+
+@dataclass(frozen=True)
+class Cell:
+    """Counts of one (query, document, rank) cell."""
+
+    query: str
+    doc: str
+    rank: int
+    clicks: int
+    impressions: int
+
+
+def cells(client: OpenSearch, index: str, query: dict[str, Any]) -> Iterator[Cell]:
+    """Every (query, document, rank) cell with its click and impression counts, paged.
+
+    Events lacking ``user_query``, the object id or the rank are left out (composite sources
+    skip documents without a value); a cell seen only through other actions has 0/0 counts.
+    """
+    after: dict[str, Any] | None = None
+    while True:
+        composite: dict[str, Any] = {
+            "size": PAGE,
+            "sources": [
+                {"q": {"terms": {"field": "user_query"}}},
+                {"d": {"terms": {"field": OBJECT_ID}}},
+                {"r": {"terms": {"field": ORDINAL}}},
+            ],
+        }
+        if after:
+            composite["after"] = after
+        body = {
+            "size": 0,
+            "query": query,
+            "aggs": {"cells": {
+                "composite": composite,
+                "aggs": {"actions": {"terms": {"field": "action_name", "size": 100}}},
+            }},
+        }
+        page = client.search(index=index, body=body, request_timeout=300)["aggregations"]["cells"]
+        for bucket in page["buckets"]:
+            clicks = impressions = 0
+            for action in bucket["actions"]["buckets"]:
+                name = str(action["key"]).lower()
+                if name == "click":
+                    clicks += int(action["doc_count"])
+                elif name == "impression":
+                    impressions += int(action["doc_count"])
+            key = bucket["key"]
+            yield Cell(str(key["q"]), str(key["d"]), int(key["r"]), clicks, impressions)
+        after = page.get("after_key")
+        if not page["buckets"] or after is None:
+            return
