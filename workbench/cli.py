@@ -85,6 +85,16 @@ def _worker(config: Config, args: argparse.Namespace) -> int:
         config = config.with_overrides(worker_concurrency=args.concurrency)
     _try_init_indices(config)
     app = configure(config)
+
+    from celery.signals import worker_ready
+
+    from workbench.jobs import sweeper
+    from workbench.store.client import make_client
+
+    @worker_ready.connect(weak=False)
+    def _sweep_stuck_jobs(**_: object) -> None:
+        sweeper.start(lambda: make_client(config), config.job_timeout)
+
     app.worker_main(
         [
             "worker",

@@ -1,0 +1,526 @@
+"""LLM judgments end to end: HTTP -> worker -> real searches -> the stand-in LLM -> stored ratings.
+
+The LLM server speaks the OpenAI chat-completions shape; the provider code under test is the code
+users run. Its default answer is a deterministic word-overlap judge, so the ratings a job stores
+can be checked against what the server answered for each recorded prompt.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import time
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import psutil
+import pytest
+from opensearchpy import OpenSearch
+
+from tests.conftest import JUDGE_MODEL, LLM_KEY
+from tests.support import llm_server as fake
+from tests.support.api import Api
+from tests.support.llm_server import LLMServer
+from tests.support.processes import Server, Worker
+from workbench.judgments.llm_chunking import count_tokens
+from workbench.llm.base import messages_string
+
+PRODUCTS = [
+    ("p1", "red running shoes", "lightweight shoes for running", "shoes"),
+    ("p2", "blue running shoes", "shoes for the road", "shoes"),
+    ("p3", "red wool hat", "a warm hat", "hats"),
+    ("p4", "wireless earbuds with charging case", "earbuds without wires", "audio"),
+    ("p5", "noise cancelling wireless headphones", "over-ear headphones", "audio"),
+    ("p6", "red shoes for kids", "small red shoes", "shoes"),
+    ("p7", "leather wallet", "a wallet made of leather", "accessories"),
+    ("p8", "usb charging cable", "a cable for charging phones", "cables"),
+]
+REFERENCE = {"referenceAnswer": "earbuds without wires", "category": "audio"}
+EARBUDS_KEY = 'wireless earbuds#{"referenceAnswer":"earbuds without wires","category":"audio"}'
+
+
+@pytest.fixture(scope="module")
+def setup(api: Api, direct: OpenSearch) -> Iterator[dict[str, Any]]:
+    index = f"test-llm-products-{uuid.uuid4().hex[:6]}"
+    direct.indices.create(index=index)
+    for doc_id, title, description, category in PRODUCTS:
+        direct.index(index=index, id=doc_id, body={
+            "title": title, "description": description, "category": category, "price": 10})
+    direct.indices.refresh(index=index)
+    query_set = api.srw("PUT", "/query_sets", {"name": "llm set", "querySetQueries": [
+        {"queryText": "red shoes"},
+        {"queryText": "wireless earbuds", **REFERENCE},
+        {"queryText": "charging cable"},
+    ]}).json["query_set_id"]
+    titles = api.srw("PUT", "/search_configurations", {
+        "name": "titles", "index": index,
+        "query": '{"query":{"match":{"title":"%SearchText%"}}}'}).json["search_configuration_id"]
+    descriptions = api.srw("PUT", "/search_configurations", {
+        "name": "descriptions", "index": index,
+        "query": '{"query":{"match":{"description":"%queryText%"}}}',
+    }).json["search_configuration_id"]
+    yield {"index": index, "querySetId": query_set, "configs": [titles, descriptions]}
+    direct.indices.delete(index=index)
+
+
+def body(setup: dict[str, Any], **fields: Any) -> dict[str, Any]:
+    out = {"name": f"llm-{uuid.uuid4().hex[:8]}", "type": "LLM_JUDGMENT", "modelId": JUDGE_MODEL,
+           "querySetId": setup["querySetId"], "searchConfigurationList": setup["configs"],
+           "size": 3, "contextFields": ["title"]}
+    out.update(fields)
+    return out
+
+
+def run(api: Api, payload: dict[str, Any], timeout: float = 120) -> dict[str, Any]:
+    reply = api.srw("PUT", "/judgments", payload)
+    assert reply.status == 200, reply.data
+    judgment_id = reply.json["judgment_id"]
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        source = api.srw("GET", f"/judgments/{judgment_id}").json["hits"]["hits"][0]["_source"]
+        if source["status"] not in ("PROCESSING", "RETRYING"):
+            return source  # type: ignore[no-any-return]
+        time.sleep(0.2)
+    raise AssertionError("judgment did not finish")
+
+
+def direct_hits(direct: OpenSearch, index: str, field: str, text: str) -> list[str]:
+    hits = direct.search(index=index, body={"query": {"match": {field: text}}, "size": 3})
+    return [h["_id"] for h in hits["hits"]["hits"]]
+
+
+def answered(request: fake.RecordedRequest) -> dict[str, str]:
+    """What the stand-in judge answered for a recorded prompt: docId -> stored rating."""
+    out = {}
+    for rating in fake.judge(request.system, request.user, request.response_format):
+        doc_id = str(rating["id"]).split("::", 1)[1]
+        score = rating["rating_score"]
+        out[doc_id] = ("1.0" if score == "RELEVANT" else "0.0") if isinstance(score, str) \
+            else repr(float(score))
+    return out
+
+
+def ratings_of(judgment: dict[str, Any]) -> dict[str, dict[str, str]]:
+    return {e["query"]: {r["docId"]: r["rating"] for r in e["ratings"]}
+            for e in judgment["judgmentRatings"]}
+
+
+def test_llm_judgment_end_to_end(api: Api, worker: Worker, setup: dict[str, Any],
+                                 llm: LLMServer, direct: OpenSearch) -> None:
+    done = run(api, body(setup))
+    assert done["status"] == "COMPLETED", done["metadata"]
+    metadata = done["metadata"]
+    assert {k: metadata[k] for k in (
+        "modelId", "querySetId", "size", "searchConfigurationList", "tokenLimit",
+        "contextFields", "ignoreFailure", "promptTemplate", "llmJudgmentRatingType",
+        "totalQueries", "successfulQueries", "failedQueries")} == {
+        "modelId": JUDGE_MODEL, "querySetId": setup["querySetId"], "size": 3,
+        "searchConfigurationList": setup["configs"], "tokenLimit": 4000,
+        "contextFields": ["title"], "ignoreFailure": False,
+        "promptTemplate": "SearchText: {{searchText}}; Hits: {{hits}}",
+        "llmJudgmentRatingType": "SCORE0_1", "totalQueries": 3, "successfulQueries": 3,
+        "failedQueries": 0}
+    assert "lastFailureReason" not in metadata
+    usage = metadata["usage"]
+    assert usage["llmCalls"] == 3 and usage["cachedRatings"] == 0
+    assert usage["inputTokens"] > 0 and usage["outputTokens"] > 0
+
+    stored = ratings_of(done)
+    assert list(stored) == ["red shoes", EARBUDS_KEY, "charging cable"]
+    index = setup["index"]
+    for key, text in (("red shoes", "red shoes"), (EARBUDS_KEY, "wireless earbuds"),
+                      ("charging cable", "charging cable")):
+        union = list(dict.fromkeys(direct_hits(direct, index, "title", text)
+                                   + direct_hits(direct, index, "description", text)))
+        assert list(stored[key]) == union  # deduplicated, configuration order then rank
+    assert len(llm.requests) == 3
+    for request in llm.requests:
+        assert request.kind == "openai" and request.path == "/v1/chat/completions"
+        assert request.authorization == f"Bearer {LLM_KEY}"
+        assert request.body["model"] == "judge-1"
+        schema = request.response_format["json_schema"]["schema"]  # type: ignore[index]
+        assert schema["properties"]["ratings"]["items"]["properties"]["rating_score"] == {
+            "type": "number"}
+        hits = json.loads(request.user.split("Hits: ", 1)[1])
+        assert all(h["id"].startswith(f"{index}::") for h in hits)
+        assert all(set(json.loads(h["source"])) == {"title"} for h in hits)  # contextFields
+        query = next(k for k in stored if request.user.startswith(
+            f"SearchText: {k.split('#')[0]};"))
+        assert stored[query] == answered(request)
+    assert any(v not in ("0.0", "1.0") for doc in stored.values() for v in doc.values())
+
+
+def test_second_identical_job_uses_the_cache_and_overwrite_calls_again(
+    api: Api, worker: Worker, setup: dict[str, Any], llm: LLMServer
+) -> None:
+    payload = body(setup, contextFields=["title", "description"])
+    first = run(api, payload)
+    calls = llm.calls
+    assert calls == 3
+    second = run(api, {**payload, "name": "again"})
+    assert llm.calls == calls  # zero LLM calls
+    assert ratings_of(second) == ratings_of(first)
+    assert second["metadata"]["usage"]["llmCalls"] == 0
+    assert second["metadata"]["usage"]["cachedRatings"] == sum(
+        len(v) for v in ratings_of(first).values())
+    third = run(api, {**payload, "name": "fresh", "overwriteCache": True})
+    assert llm.calls == calls + 3
+    assert third["metadata"]["overwriteCache"] is True
+    assert ratings_of(third) == ratings_of(first)
+
+
+def test_relevant_irrelevant(api: Api, worker: Worker, setup: dict[str, Any],
+                             llm: LLMServer) -> None:
+    done = run(api, body(setup, llmJudgmentRatingType="RELEVANT_IRRELEVANT",
+                         overwriteCache=True))
+    assert done["status"] == "COMPLETED"
+    values = {v for doc in ratings_of(done).values() for v in doc.values()}
+    assert values <= {"1.0", "0.0"} and "1.0" in values
+    schema = llm.requests[0].response_format["json_schema"]["schema"]  # type: ignore[index]
+    assert schema["properties"]["ratings"]["items"]["properties"]["rating_score"] == {
+        "type": "string", "enum": ["RELEVANT", "IRRELEVANT"]}
+    assert "IRRELEVANT" in llm.requests[0].system
+
+
+def test_falls_back_without_structured_output(api: Api, worker: Worker, setup: dict[str, Any],
+                                              llm: LLMServer) -> None:
+    llm.reject_response_format()  # a model that refuses response_format: 400
+    llm.empty_ratings()  # and one that answers an empty list with it
+    done = run(api, body(setup, overwriteCache=True))
+    assert done["status"] == "COMPLETED", done["metadata"]
+    assert done["metadata"]["successfulQueries"] == 3
+    with_format = [r for r in llm.requests if r.response_format is not None]
+    without = [r for r in llm.requests if r.response_format is None]
+    assert len(with_format) == 3 and len(without) == 2
+    assert done["metadata"]["usage"]["llmCalls"] == 5
+
+
+def test_prompt_template_with_reference_and_custom_fields(api: Api, worker: Worker,
+                                                          setup: dict[str, Any],
+                                                          llm: LLMServer) -> None:
+    template = ("Query: {{queryText}} | expected: {{referenceAnswer}} | in {{category}} | "
+                "{{missing}}|\nDocuments: {{hits}}")
+    done = run(api, body(setup, promptTemplate=template, overwriteCache=True))
+    assert done["metadata"]["promptTemplate"] == template
+    earbuds = next(r for r in llm.requests if r.user.startswith("Query: wireless earbuds"))
+    assert earbuds.user.startswith(
+        "Query: wireless earbuds | expected: earbuds without wires | in audio | |\nDocuments: [")
+    shoes = next(r for r in llm.requests if r.user.startswith("Query: red shoes"))
+    assert shoes.user.startswith("Query: red shoes | expected:  | in  | |\nDocuments: [")
+
+
+def test_token_limit_splits_prompts(api: Api, worker: Worker, setup: dict[str, Any],
+                                    llm: LLMServer, direct: OpenSearch) -> None:
+    long_index = f"{setup['index']}-long"
+    direct.indices.create(index=long_index)
+    for i in range(6):
+        direct.index(index=long_index, id=f"L{i}",
+                     body={"title": "red shoes " + "very comfortable lace up design " * 60})
+    direct.indices.refresh(index=long_index)
+    config = api.srw("PUT", "/search_configurations", {
+        "name": "long", "index": long_index,
+        "query": '{"query":{"match":{"title":"%SearchText%"}}}'}).json["search_configuration_id"]
+    query_set = api.srw("PUT", "/query_sets", {"name": "one", "querySetQueries": [
+        {"queryText": "red shoes"}]}).json["query_set_id"]
+    try:
+        done = run(api, body(setup, querySetId=query_set, searchConfigurationList=[config],
+                             size=6, tokenLimit=1000, overwriteCache=True))
+        assert done["status"] == "COMPLETED"
+        assert len(done["judgmentRatings"][0]["ratings"]) == 6
+        assert len(llm.requests) >= 3  # ~400 tokens a hit, 1000 a prompt
+        for request in llm.requests:
+            assert count_tokens(messages_string(request.system, request.user)) <= 1002
+    finally:
+        direct.indices.delete(index=long_index)
+
+
+def test_partial_answers_become_failures_then_retry_and_edit(
+    api: Api, worker: Worker, setup: dict[str, Any], llm: LLMServer
+) -> None:
+    llm.partial(drop_fraction=0.5, times=3)
+    done = run(api, body(setup, overwriteCache=True))
+    assert done["status"] == "COMPLETED"
+    failures = {e["query"]: [f["docId"] for f in e["failures"]]
+                for e in done["judgmentRatings"] if "failures" in e}
+    assert failures and done["metadata"]["failedQueries"] == 0
+    for entry in done["judgmentRatings"]:
+        rated = {r["docId"] for r in entry["ratings"]}
+        assert not rated & set(failures.get(entry["query"], []))
+    judgment_id = done["id"]
+
+    calls = llm.calls
+    started = api.srw("POST", f"/judgments/{judgment_id}/_retry")
+    assert started.status == 200
+    assert started.json == {"judgment_id": judgment_id, "status": "RETRYING",
+                            "message": "Retrying failed documents"}
+    deadline = time.monotonic() + 60
+    while True:
+        doc = api.srw("GET", f"/judgments/{judgment_id}").json["hits"]["hits"][0]["_source"]
+        if doc["status"] != "RETRYING" or time.monotonic() > deadline:
+            break
+        time.sleep(0.2)
+    assert doc["status"] == "COMPLETED"
+    assert all("failures" not in e for e in doc["judgmentRatings"])
+    assert llm.calls == calls + len(failures)
+    for entry in doc["judgmentRatings"]:
+        assert set(failures.get(entry["query"], [])) <= {r["docId"] for r in entry["ratings"]}
+    api.srw("POST", f"/judgments/{judgment_id}/_retry").error(400, "No failed documents to retry")
+
+    # Editing a rating by hand.
+    query, doc_id = doc["judgmentRatings"][0]["query"], doc["judgmentRatings"][0]["ratings"][0][
+        "docId"]
+    edited = api.srw("PUT", f"/judgments/{judgment_id}", {"judgmentRatings": [
+        {"query": query, "ratings": [{"docId": doc_id, "rating": "0.7"}]}]})
+    assert edited.status == 200 and edited.json == {"judgment_id": judgment_id,
+                                                    "result": "updated"}
+    after = api.srw("GET", f"/judgments/{judgment_id}").json["hits"]["hits"][0]["_source"]
+    assert after["judgmentRatings"][0]["ratings"][0] == {"docId": doc_id, "rating": "0.7"}
+    for rating, reason in ((1.5, f"rating '1.5' for docId {doc_id} must be a number between 0 "
+                                 "and 1 for a SCORE0_1 judgment"),
+                           ("high", f"rating 'high' for docId {doc_id} must be a number")):
+        api.srw("PUT", f"/judgments/{judgment_id}", {"judgmentRatings": [
+            {"query": query, "ratings": [{"docId": doc_id, "rating": rating}]}]}).error(
+            400, reason)
+    api.srw("PUT", f"/judgments/{judgment_id}", {"judgmentRatings": [
+        {"query": "nope", "ratings": [{"docId": doc_id, "rating": 0.1}]}]}).error(
+        404, "Query not found in judgment: nope")
+    api.srw("PUT", f"/judgments/{judgment_id}", {"judgmentRatings": [
+        {"query": query, "ratings": [{"docId": "zz", "rating": 0.1}]}]}).error(
+        400, f"Document zz is not part of query [{query}] in this judgment")
+
+
+def test_edit_moves_a_failed_document_into_the_ratings(api: Api, worker: Worker,
+                                                        setup: dict[str, Any],
+                                                        llm: LLMServer) -> None:
+    llm.partial(ids=["p1"])
+    done = run(api, body(setup, overwriteCache=True))
+    entry = next(e for e in done["judgmentRatings"] if e["query"] == "red shoes")
+    assert entry["failures"] == [{"docId": "p1"}]
+    api.srw("PUT", f"/judgments/{done['id']}", {"judgmentRatings": [
+        {"query": "red shoes", "ratings": [{"docId": "p1", "rating": 1}]}]})
+    after = api.srw("GET", f"/judgments/{done['id']}").json["hits"]["hits"][0]["_source"]
+    entry = next(e for e in after["judgmentRatings"] if e["query"] == "red shoes")
+    assert "failures" not in entry and {"docId": "p1", "rating": "1.0"} in entry["ratings"]
+
+
+@pytest.mark.parametrize("ignore", [False, True])
+def test_failed_queries_and_ignore_failure(api: Api, worker: Worker, setup: dict[str, Any],
+                                           llm: LLMServer, ignore: bool) -> None:
+    two = api.srw("PUT", "/query_sets", {"name": "two", "querySetQueries": [
+        {"queryText": "red shoes"}, {"queryText": "charging cable"}]}).json["query_set_id"]
+    # Ratings of the second query are known already; only "red shoes" goes to the model,
+    # which answers prose to both the structured call and the fallback.
+    run(api, body(setup, querySetId=two, searchConfigurationList=setup["configs"][:1]))
+    cached = run(api, body(setup, querySetId=two, searchConfigurationList=setup["configs"][:1]))
+    assert cached["metadata"]["usage"]["llmCalls"] == 0
+    api.call("POST", "/.plugins-search-relevance-judgment-cache/_delete_by_query",
+             {"query": {"term": {"queryText": "red shoes"}}}, params={"refresh": "true"})
+    llm.reply_text("Sorry, I cannot rate these documents.", times=2)
+    done = run(api, body(setup, querySetId=two, searchConfigurationList=setup["configs"][:1],
+                         ignoreFailure=ignore))
+    assert done["metadata"]["lastFailureReason"].startswith(
+        f"could not read the answer of model {JUDGE_MODEL}")
+    if not ignore:
+        assert done["status"] == "ERROR"
+        assert done["metadata"]["error"] == (
+            "LLM judgment generation failed: 1 of 2 queries could not be processed")
+        assert done["judgmentRatings"] == []
+    else:
+        assert done["status"] == "COMPLETED"
+        assert (done["metadata"]["successfulQueries"], done["metadata"]["failedQueries"]) == (1, 1)
+        assert [e["query"] for e in done["judgmentRatings"]] == ["charging cable"]
+
+
+def test_rate_limits_are_retried(api: Api, worker: Worker, setup: dict[str, Any],
+                                 llm: LLMServer) -> None:
+    llm.fail(429, times=2, retry_after=0.2)
+    done = run(api, body(setup, overwriteCache=True))
+    assert done["status"] == "COMPLETED"
+    assert done["metadata"]["usage"]["llmCalls"] == 3  # the 429s were retried inside one call
+    assert llm.calls == 5
+
+
+def test_unreachable_llm_ends_error_with_a_readable_reason(api: Api, worker: Worker,
+                                                           setup: dict[str, Any],
+                                                           llm: LLMServer) -> None:
+    llm.fail(503, times=100)
+    done = run(api, body(setup, overwriteCache=True))
+    assert done["status"] == "ERROR"
+    assert done["metadata"]["error"] == (
+        "LLM judgment generation failed: 3 of 3 queries could not be processed")
+    assert JUDGE_MODEL in done["metadata"]["lastFailureReason"]
+    assert "503" in done["metadata"]["lastFailureReason"]
+
+
+def test_model_unknown_to_workbench_and_cluster(api: Api, worker: Worker,
+                                                setup: dict[str, Any]) -> None:
+    done = run(api, body(setup, modelId="no-such-model", overwriteCache=True))
+    assert done["status"] == "ERROR"
+    assert "no-such-model" in done["metadata"]["lastFailureReason"]
+    assert "ML Commons" in done["metadata"]["lastFailureReason"]
+
+
+def test_existing_judgments_are_reused(api: Api, worker: Worker, setup: dict[str, Any],
+                                       llm: LLMServer) -> None:
+    titles_only = body(setup, searchConfigurationList=setup["configs"][:1], overwriteCache=True)
+    first = run(api, titles_only)
+    calls = llm.calls
+    second = run(api, body(setup, existingJudgments=[first["id"]], overwriteCache=True))
+    assert second["status"] == "COMPLETED"
+    reused = sum(len(v) for v in ratings_of(first).values())
+    assert second["metadata"]["usage"]["reusedRatings"] == reused
+    assert second["metadata"]["existingJudgments"] == [first["id"]]
+    for key, docs in ratings_of(first).items():
+        assert ratings_of(second)[key].items() >= docs.items()
+    sent = [json.loads(r.user.split("Hits: ", 1)[1]) for r in llm.requests[calls:]]
+    sent_ids = {h["id"].split("::")[1] for hits in sent for h in hits}
+    assert not sent_ids & {d for docs in ratings_of(first).values() for d in docs}
+
+
+def test_keys_never_leave_the_workbench(api: Api, worker: Worker, server: Server,
+                                        setup: dict[str, Any], llm: LLMServer) -> None:
+    done = run(api, body(setup, overwriteCache=True))
+    assert LLM_KEY not in json.dumps(done)
+    models = api.call("POST", "/_plugins/_ml/models/_search", {"query": {"match_all": {}}})
+    assert models.status == 200
+    hit = next(h for h in models.json["hits"]["hits"] if h["_id"] == JUDGE_MODEL)
+    assert hit["_source"]["algorithm"] == "REMOTE" and hit["_source"]["model_state"] == "DEPLOYED"
+    assert hit["_source"]["name"] == "Test judge"
+    assert LLM_KEY not in models.text and "TEST_LLM_KEY" not in models.text
+    assert LLM_KEY not in worker.log() and LLM_KEY not in server.log()
+
+
+@pytest.mark.parametrize("fields, status, reason", [
+    ({"modelId": None}, 400, "modelId is required for LLM_JUDGMENT"),
+    ({"tokenLimit": 999}, 400, "TokenLimit must be between 1000 and 500000, got: 999"),
+    ({"tokenLimit": "500001"}, 400, "TokenLimit must be between 1000 and 500000, got: 500001"),
+    ({"tokenLimit": "lots"}, 400, "Invalid tokenLimit value. Expected numeric value, got: lots"),
+    ({"tokenLimit": True}, 400,
+     "Invalid tokenLimit type. Expected numeric value or string, got: Boolean"),
+    ({"tokenLimit": [1]}, 400,
+     "Invalid tokenLimit type. Expected numeric value or string, got: ArrayList"),
+    ({"promptTemplate": "x" * 10001}, 400,
+     "Prompt template exceeds maximum length of 10000 characters"),
+    ({"promptTemplate": "Query: {{queryText}}"}, 400,
+     "Prompt template must include either {{hits}} or {{results}} placeholder to provide "
+     "documents for rating. Example: 'Query: {{queryText}}\\n\\nDocuments: {{hits}}'"),
+    ({"promptTemplate": "Docs: {{hits}}"}, 400,
+     "Prompt template must include either {{queryText}} or {{searchText}} placeholder to "
+     "provide the search query. Example: 'Query: {{queryText}}\\n\\nDocuments: {{hits}}'"),
+    ({"llmJudgmentRatingType": "STARS"}, 400,
+     "Invalid RatingType: 'STARS'. Valid values are: SCORE0_1, RELEVANT_IRRELEVANT"),
+    ({"existingJudgments": ["a", "b", "c", "d", "e", "f"]}, 400,
+     "Too many existing judgments referenced: 6. Maximum allowed is 5"),
+    ({"querySetId": ""}, 400, "QuerySet ID cannot be null or empty"),
+    ({"querySetId": "nope"}, 400, "QuerySet [nope] does not exist"),
+    ({"searchConfigurationList": ["nope"]}, 400, "SearchConfiguration [nope] does not exist"),
+    ({"searchConfigurationList": [""]}, 400, "SearchConfiguration ID cannot be null or empty"),
+    ({"size": 0}, 400, "size must be a positive integer, got: 0"),
+    ({"existingJudgments": ["no-such-judgment"]}, 404,
+     "Existing judgment [no-such-judgment] does not exist"),
+])
+def test_llm_bad_input(api: Api, setup: dict[str, Any], fields: dict[str, Any], status: int,
+                       reason: str) -> None:
+    api.srw("PUT", "/judgments", body(setup, **fields)).error(status, reason)
+
+
+def test_existing_judgment_must_match_type_index_and_rating_type(
+    api: Api, worker: Worker, setup: dict[str, Any], direct: OpenSearch
+) -> None:
+    imported = api.srw("PUT", "/judgments", {"name": "imp", "type": "IMPORT_JUDGMENT",
+                                             "judgmentRatings": []}).json["judgment_id"]
+    api.srw("PUT", "/judgments", body(setup, existingJudgments=[imported])).error(
+        400, f"Existing judgment [{imported}] is of type IMPORT_JUDGMENT and cannot be reused; "
+             "only LLM_JUDGMENT judgments can")
+    other = f"{setup['index']}-other"
+    direct.indices.create(index=other)
+    try:
+        config = api.srw("PUT", "/search_configurations", {
+            "name": "other", "index": other,
+            "query": '{"query":{"match":{"title":"%SearchText%"}}}'}).json[
+            "search_configuration_id"]
+        elsewhere = run(api, body(setup, searchConfigurationList=[config]))
+        api.srw("PUT", "/judgments", body(setup, existingJudgments=[elsewhere["id"]])).error(
+            400, f"Existing judgment [{elsewhere['id']}] was generated for a different target "
+                 f"index and cannot be reused. Requested index(es): [{setup['index']}], existing "
+                 f"judgment index(es): [{other}]")
+    finally:
+        direct.indices.delete(index=other)
+    binary = run(api, body(setup, llmJudgmentRatingType="RELEVANT_IRRELEVANT"))
+    api.srw("PUT", "/judgments", body(setup, existingJudgments=[binary["id"]])).error(
+        400, f"Existing judgment [{binary['id']}] was generated with rating type "
+             "RELEVANT_IRRELEVANT and cannot be reused for a SCORE0_1 judgment")
+
+
+def test_retry_refusals(api: Api, worker: Worker, setup: dict[str, Any], llm: LLMServer,
+                        direct: OpenSearch) -> None:
+    llm.latency = 1.5
+    try:
+        reply = api.srw("PUT", "/judgments", body(setup, overwriteCache=True))
+        judgment_id = reply.json["judgment_id"]
+        api.srw("POST", f"/judgments/{judgment_id}/_retry").error(
+            409, "Cannot retry a judgment whose initial generation is still PROCESSING")
+        api.srw("PUT", f"/judgments/{judgment_id}", {"judgmentRatings": [
+            {"query": "q", "ratings": [{"docId": "d", "rating": 1}]}]}).error(
+            409, "Judgment is currently PROCESSING; cannot edit ratings until it completes")
+    finally:
+        llm.latency = 0
+    stuck = str(uuid.uuid4())
+    direct.index(index="search-relevance-judgment", id=stuck, refresh=True, body={
+        "id": stuck, "timestamp": time.strftime("%Y-%m-%dT%H:%M:%S.000Z", time.gmtime()),
+        "name": "x", "status": "RETRYING", "type": "LLM_JUDGMENT", "metadata": {"a": 1},
+        "judgmentRatings": [{"query": "q", "ratings": [], "failures": [{"docId": "d"}]}]})
+    api.srw("POST", f"/judgments/{stuck}/_retry").error(
+        409, "A retry is already in progress for this judgment")
+    plain = str(uuid.uuid4())
+    direct.index(index="search-relevance-judgment", id=plain, refresh=True, body={
+        "id": plain, "timestamp": "2020-01-01T00:00:00.000Z", "name": "x", "status": "ERROR",
+        "type": "LLM_JUDGMENT", "metadata": {"error": "x"}, "judgmentRatings": []})
+    api.srw("POST", f"/judgments/{plain}/_retry").error(400, "No judgment ratings found")
+
+
+def test_a_killed_worker_process_redelivers_the_job(api: Api, worker: Worker,
+                                                     setup: dict[str, Any],
+                                                     llm: LLMServer) -> None:
+    llm.latency = 2.0
+    try:
+        reply = api.srw("PUT", "/judgments", body(setup, overwriteCache=True))
+        judgment_id = reply.json["judgment_id"]
+        deadline = time.monotonic() + 30
+        while llm.calls == 0 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert llm.calls >= 1
+        for child in psutil.Process(worker.pid).children(recursive=True):
+            child.send_signal(signal.SIGKILL)  # the job dies mid-call
+    finally:
+        llm.latency = 0.0
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        doc = api.srw("GET", f"/judgments/{judgment_id}").json["hits"]["hits"][0]["_source"]
+        if doc["status"] != "PROCESSING":
+            break
+        time.sleep(0.3)
+    assert doc["status"] == "COMPLETED", doc["metadata"]
+    assert doc["metadata"]["successfulQueries"] == 3
+
+
+def test_stuck_jobs_are_swept_to_error(env: dict[str, str], direct: OpenSearch) -> None:
+    stale = str(uuid.uuid4())
+    direct.index(index="search-relevance-judgment", id=stale, refresh=True, body={
+        "id": stale, "timestamp": "2020-01-01T00:00:00.000Z", "name": "lost",
+        "status": "PROCESSING", "type": "LLM_JUDGMENT", "metadata": {"modelId": "m"},
+        "judgmentRatings": []})
+    sweeper = Worker(dict(env, WORKBENCH_JOB_TIMEOUT="60"), queue=f"sweep-{uuid.uuid4().hex[:6]}")
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            doc = direct.get(index="search-relevance-judgment", id=stale)["_source"]
+            if doc["status"] != "PROCESSING":
+                break
+            time.sleep(0.5)
+    finally:
+        sweeper.stop()
+    assert doc["status"] == "ERROR"
+    assert doc["metadata"]["error"] == ("the job did not finish within 60 seconds "
+                                        "(WORKBENCH_JOB_TIMEOUT); its worker was lost")
