@@ -48,6 +48,8 @@ def as_map(ratings: list[dict[str, Any]]) -> dict[str, dict[str, str]]:
 
 def test_esci_import(api: Api, worker: Worker) -> None:
     body = json.loads((ESCI / "esci_us_judgments.json").read_text())
+    path = "/stats/import_judgment_rating_generations"
+    before = api.srw("GET", path).json["all_nodes"]["judgments"]
     started = time.monotonic()
     judgment_id = create(api, body)
     first = api.srw("GET", f"/judgments/{judgment_id}").json["hits"]["hits"][0]["_source"]
@@ -64,6 +66,9 @@ def test_esci_import(api: Api, worker: Worker) -> None:
     values = Counter(r["rating"] for e in ratings for r in e["ratings"])
     assert values == {"100.000": 3389, "10.000": 1898, "1.000": 305, "0.000": 1086}
     assert [e["query"] for e in ratings] == [e["query"] for e in body["judgmentRatings"]]
+    after = api.srw("GET", path).json["all_nodes"]["judgments"]
+    assert after["import_judgment_rating_generations"] == \
+        before["import_judgment_rating_generations"] + 1
     print(f"\nESCI import (150 queries, 6,678 ratings) completed in {elapsed:.2f}s")
     assert elapsed < 30
 
