@@ -36,6 +36,7 @@ start_bg() {
 
 start_bg workbench-api serve
 start_bg workbench-worker worker
+start_bg workbench-scheduler scheduler
 
 port="${WORKBENCH_PORT:-9400}"
 host="${WORKBENCH_HOST:-127.0.0.1}"

@@ -28,6 +28,8 @@ def main(argv: list[str] | None = None) -> int:
     worker.add_argument("--concurrency", type=int,
                         help="jobs at once (WORKBENCH_WORKER_CONCURRENCY)")
 
+    sub.add_parser("scheduler", help="run the scheduler that starts scheduled experiments")
+
     sub.add_parser("init-indices", help="create the system indices (idempotent)")
 
     demo = sub.add_parser("load-demo", help="index the demo product catalogue and UBI data")
@@ -55,6 +57,7 @@ def main(argv: list[str] | None = None) -> int:
         "serve": _serve,
         "worker": _worker,
         "init-indices": _init_indices,
+        "scheduler": _scheduler,
         "load-demo": _load_demo,
         "status": _status,
         "config": _show_config,
@@ -106,6 +109,18 @@ def _worker(config: Config, args: argparse.Namespace) -> int:
             "--without-mingle",
         ]
     )
+    return 0
+
+
+def _scheduler(config: Config, _: argparse.Namespace) -> int:
+    from workbench.experiments.scheduling import Scheduler
+    from workbench.jobs.celery_app import configure
+    from workbench.services import Services
+
+    _try_init_indices(config)
+    configure(config)
+    log.info("scheduler started (every %gs)", config.scheduler_interval)
+    Scheduler(Services(config)).run_forever(config.scheduler_interval)
     return 0
 
 

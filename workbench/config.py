@@ -137,6 +137,9 @@ class Config:
     llm_max_retries: int = setting(
         4, "WORKBENCH_LLM_MAX_RETRIES", _non_negative_int,
         "Retries of one LLM call on 429, 5xx and timeouts, with exponential backoff.")
+    scheduler_interval: float = setting(
+        10.0, "WORKBENCH_SCHEDULER_INTERVAL", _positive_float,
+        "Seconds between two looks of the scheduler for scheduled experiments that are due.")
     log_level: str = setting(
         "INFO", "WORKBENCH_LOG_LEVEL", _str, "Log level: DEBUG, INFO, WARNING or ERROR.")
     index_mappings_dir: str = setting(

@@ -18,14 +18,15 @@ def compose() -> dict[str, Any]:
 
 def test_services_are_all_there() -> None:
     assert set(compose()["services"]) == {
-        "opensearch", "redis", "workbench-api", "workbench-worker", "dashboards",
+        "opensearch", "redis", "workbench-api", "workbench-worker", "workbench-scheduler",
+        "dashboards",
     }
 
 
 def test_workbench_environment_uses_only_known_settings_with_valid_values() -> None:
     known = {f.metadata["env"] for f in settings_table()}
     services = compose()["services"]
-    for name in ("workbench-api", "workbench-worker"):
+    for name in ("workbench-api", "workbench-worker", "workbench-scheduler"):
         environment = {k: str(v) for k, v in services[name]["environment"].items()}
         assert set(environment) <= known, set(environment) - known
         config = Config.from_env(environment, index_mappings_dir=str(REPO / "index_mappings"))
@@ -38,6 +39,7 @@ def test_workbench_environment_uses_only_known_settings_with_valid_values() -> N
     assert f"{port}:{port}" in api["ports"]
     assert "workbench serve" in " ".join(api["command"])
     assert "workbench worker" in " ".join(services["workbench-worker"]["command"])
+    assert "workbench scheduler" in " ".join(services["workbench-scheduler"]["command"])
 
 
 def test_opensearch_is_3x_without_security_and_dashboards_points_at_the_workbench() -> None:

@@ -22,7 +22,8 @@ from workbench.errors import BadRequest, Conflict, NotFound
 from workbench.javafmt import double_to_string
 from workbench.jobs.queue import enqueue
 from workbench.judgments import summary
-from workbench.judgments.create import JUDGMENT_INDEX, new_judgment
+from workbench.judgments.create import new_judgment
+from workbench.store.indices import JUDGMENT_INDEX
 from workbench.store.repository import now_iso
 
 bp = Blueprint("judgments", __name__, url_prefix="/judgments")

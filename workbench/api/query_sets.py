@@ -21,9 +21,10 @@ from workbench.errors import BadRequest, Conflict
 from workbench.querysets import sampling
 from workbench.querysets.entries import QuerySetLimitExceeded, parse_manual
 from workbench.schemas.text import DESCRIPTION_LIMIT, LEGACY_LIMIT, NAME_LIMIT, text_error
+from workbench.store.indices import QUERY_SET_INDEX
 from workbench.store.repository import new_id, now_iso
 
-INDEX = "search-relevance-queryset"
+INDEX = QUERY_SET_INDEX
 
 bp = Blueprint("query_sets", __name__, url_prefix="/query_sets")
 

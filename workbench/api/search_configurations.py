@@ -17,10 +17,11 @@ from workbench.api.srw import (
 )
 from workbench.errors import BadRequest
 from workbench.schemas.text import DESCRIPTION_LIMIT, NAME_LIMIT, text_error
+from workbench.store.indices import SEARCH_CONFIG_INDEX
 from workbench.store.repository import new_id, now_iso
 from workbench.store.search_render import query_error
 
-INDEX = "search-relevance-search-config"
+INDEX = SEARCH_CONFIG_INDEX
 
 bp = Blueprint("search_configurations", __name__, url_prefix="/search_configurations")
 

@@ -9,10 +9,9 @@ from flask import Blueprint, Flask, Response, g
 
 from workbench.api import SRW_PREFIX, json_body, json_response, services
 from workbench.errors import BadRequest, Conflict, TextError
+from workbench.store.indices import EXPERIMENT_INDEX
 from workbench.store.plugin_settings import Stored
 from workbench.store.repository import Repository
-
-EXPERIMENT_INDEX = ".plugins-search-relevance-experiment"
 
 bp = Blueprint("srw", __name__, url_prefix=SRW_PREFIX)
 
@@ -35,9 +34,17 @@ def plugin_settings() -> Stored:
 
 def install(app: Flask) -> None:
     """Register the SRW blueprints (before the pass-through)."""
-    from workbench.api import judgments, query_sets, search_configurations, stats
+    from workbench.api import (
+        experiments,
+        judgments,
+        query_sets,
+        schedules,
+        search_configurations,
+        stats,
+    )
 
-    for child in (query_sets.bp, search_configurations.bp, judgments.bp, stats.bp):
+    for child in (query_sets.bp, search_configurations.bp, judgments.bp, schedules.bp,
+                  experiments.bp, stats.bp):
         bp.register_blueprint(child)
     app.register_blueprint(bp)
 

@@ -14,17 +14,19 @@ from typing import Any
 
 from opensearchpy import OpenSearch
 
+from workbench.store.indices import EXPERIMENT_INDEX, JUDGMENT_INDEX
+
 log = logging.getLogger(__name__)
 
 # index -> (statuses that mean "a job is running", fields written when it is lost)
 WATCHED: dict[str, tuple[tuple[str, ...], str]] = {
-    "search-relevance-judgment": (
+    JUDGMENT_INDEX: (
         ("PROCESSING", "RETRYING"),
         "ctx._source.status = 'ERROR'; "
         "if (ctx._source.metadata == null) { ctx._source.metadata = [:]; } "
         "ctx._source.metadata.error = params.reason;",
     ),
-    ".plugins-search-relevance-experiment": (
+    EXPERIMENT_INDEX: (
         ("PROCESSING",),
         "ctx._source.status = 'ERROR'; ctx._source.results = [['error': params.reason]];",
     ),
@@ -39,7 +41,7 @@ def sweep(client: OpenSearch, timeout_seconds: int) -> int:
               "(WORKBENCH_JOB_TIMEOUT); its worker was lost")
     marked = 0
     for index, (statuses, script) in WATCHED.items():
-        status_field = "status.keyword" if index == "search-relevance-judgment" else "status"
+        status_field = "status.keyword" if index == JUDGMENT_INDEX else "status"
         query: dict[str, Any] = {"bool": {"filter": [
             {"terms": {status_field: list(statuses)}},
             {"range": {"timestamp": {"lt": cutoff}}},

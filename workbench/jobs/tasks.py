@@ -6,8 +6,7 @@ from typing import Any
 
 from workbench.jobs.base import WorkbenchTask, extra_metadata
 from workbench.jobs.celery_app import celery_app, worker_client, worker_services
-
-JUDGMENT_INDEX = "search-relevance-judgment"
+from workbench.store.indices import EXPERIMENT_INDEX, HISTORY_INDEX, JUDGMENT_INDEX
 
 
 class JudgmentTask(WorkbenchTask):
@@ -47,3 +46,39 @@ def retry_judgment(judgment_id: str) -> None:
     from workbench.judgments import runner
 
     runner.retry(worker_services(), judgment_id)
+
+
+
+
+class ExperimentTask(WorkbenchTask):
+    abstract = True
+    status_index = EXPERIMENT_INDEX
+
+    def error_fields(self, reason: str, exc: BaseException) -> dict[str, Any]:
+        """§8.3: ERROR, and the reason as the only result."""
+        return {"status": "ERROR", "results": [{"error": reason}]}
+
+
+@celery_app.task(name="workbench.experiments.run", base=ExperimentTask)
+def run_experiment(experiment_id: str) -> None:
+    from workbench.experiments import runner
+
+    runner.run(worker_services(), experiment_id)
+
+
+class ScheduledRunTask(WorkbenchTask):
+    abstract = True
+    status_index = HISTORY_INDEX
+
+    def error_fields(self, reason: str, exc: BaseException) -> dict[str, Any]:
+        from workbench.experiments.context import RunTimedOut
+
+        status = "TIMEOUT" if isinstance(exc, RunTimedOut) else "ERROR"
+        return {"status": status, "results": {"error": reason}}
+
+
+@celery_app.task(name="workbench.experiments.scheduled_run", base=ScheduledRunTask)
+def scheduled_run(history_id: str) -> None:
+    from workbench.experiments import scheduling
+
+    scheduling.run_history(worker_services(), history_id)

@@ -17,11 +17,9 @@ from workbench.judgments import imported, llm_prompt
 from workbench.judgments.ubi import CLICK_MODELS
 from workbench.schemas.text import DESCRIPTION_LIMIT, NAME_LIMIT, text_error
 from workbench.store import ubi_events
+from workbench.store.indices import JUDGMENT_INDEX, QUERY_SET_INDEX, SEARCH_CONFIG_INDEX
 from workbench.store.repository import Repository, new_id, now_iso
 
-JUDGMENT_INDEX = "search-relevance-judgment"
-QUERY_SET_INDEX = "search-relevance-queryset"
-SEARCH_CONFIG_INDEX = "search-relevance-search-config"
 TYPES = ("LLM_JUDGMENT", "UBI_JUDGMENT", "IMPORT_JUDGMENT")
 MAX_EXISTING = 5
 _DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")

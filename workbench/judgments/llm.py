@@ -15,11 +15,11 @@ from typing import Any
 
 from workbench.jobs.base import JobFailed
 from workbench.judgments import llm_chunking, llm_parse, llm_prompt, summary
-from workbench.judgments.create import JUDGMENT_INDEX, QUERY_SET_INDEX, SEARCH_CONFIG_INDEX
 from workbench.llm.base import ChatModel, ChatRequest, LLMError
 from workbench.llm.registry import resolve
 from workbench.querysets.entries import QueryEntry, read_entries
 from workbench.services import Services
+from workbench.store.indices import JUDGMENT_INDEX, QUERY_SET_INDEX, SEARCH_CONFIG_INDEX
 from workbench.store.judgment_cache import CacheKey, JudgmentCache, prompt_code
 from workbench.store.repository import Repository
 from workbench.store.search import SearchFailure, msearch

@@ -13,8 +13,8 @@ from typing import Any
 from opensearchpy.exceptions import ConflictError, NotFoundError
 
 from workbench.judgments import imported, llm, ubi
-from workbench.judgments.create import JUDGMENT_INDEX
 from workbench.services import Services
+from workbench.store.indices import JUDGMENT_INDEX
 from workbench.store.repository import Repository
 
 log = logging.getLogger(__name__)

@@ -15,9 +15,8 @@ from typing import Any
 from opensearchpy import OpenSearch
 from opensearchpy.helpers import bulk
 
+from workbench.store.indices import CACHE_INDEX
 from workbench.store.repository import now_iso
-
-CACHE_INDEX = ".plugins-search-relevance-judgment-cache"
 
 
 def prompt_code(template: str, rating_type: str) -> str:

@@ -18,9 +18,9 @@ from opensearchpy import OpenSearch
 from opensearchpy.exceptions import ConflictError, NotFoundError
 
 from workbench.errors import BadRequest
+from workbench.store.indices import SETTINGS_INDEX
 
 PREFIX = "plugins.search_relevance."
-SETTINGS_INDEX = ".plugins-search-relevance-settings"
 DOC_ID = "cluster"
 
 _TIME = re.compile(r"^(-?\d+)(nanos|micros|ms|s|m|h|d)$")

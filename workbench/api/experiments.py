@@ -1,0 +1,114 @@
+"""Experiments: ``PUT`` (create and run), list, get, ``_search``, delete (cascading), ``PATCH``,
+``GET /{id}/validate``. Runs happen on the workers."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flask import Blueprint, Response
+
+from workbench.api import json_body, json_response, services
+from workbench.api.srw import (
+    delete_entity,
+    get_entity,
+    list_entities,
+    repository,
+    search_entities,
+)
+from workbench.errors import BadRequest, Conflict, NotFound
+from workbench.experiments.create import new_experiment, optional_text
+from workbench.experiments.runner import EVENTS
+from workbench.experiments.signature import validate
+from workbench.jobs.queue import enqueue
+from workbench.schemas.text import DESCRIPTION_LIMIT, NAME_LIMIT
+from workbench.store.indices import (
+    EVALUATION_INDEX,
+    EXPERIMENT_INDEX,
+    HISTORY_INDEX,
+    JOBS_INDEX,
+    VARIANT_INDEX,
+)
+
+bp = Blueprint("experiments", __name__, url_prefix="/experiments")
+
+
+@bp.put("")
+def put_experiment() -> Response:
+    body = json_body()
+    assert body is not None
+    svc = services()
+    doc = new_experiment(svc.client, body)
+    repo = repository(EXPERIMENT_INDEX)
+    result = repo.create(doc)
+    svc.record_event("experiment_executions")
+    svc.record_event(EVENTS[doc["type"]])
+    try:
+        enqueue("workbench.experiments.run", doc["id"])
+    except Exception as exc:
+        repo.update_fields(doc["id"], {"status": "ERROR", "results": [{"error": str(exc)}]})
+        raise
+    return json_response({"experiment_id": doc["id"],
+                          "experiment_result": str(result["result"]).upper()})
+
+
+@bp.get("")
+def list_experiments() -> Response:
+    return list_entities(repository(EXPERIMENT_INDEX))
+
+
+@bp.route("/_search", methods=["GET", "POST"])
+def search_experiments() -> Response:
+    return search_entities(repository(EXPERIMENT_INDEX), excludes=["results"])
+
+
+@bp.get("/<entity_id>")
+def get_experiment(entity_id: str) -> Response:
+    return get_entity(repository(EXPERIMENT_INDEX), entity_id)
+
+
+@bp.delete("/<entity_id>")
+def delete_experiment(entity_id: str) -> Response:
+    """Cascade: evaluation results, variants, the schedule and its history, then the
+    experiment itself."""
+    by_experiment = {"term": {"experimentId": entity_id}}
+    repository(EVALUATION_INDEX).delete_by_query(by_experiment)
+    repository(VARIANT_INDEX).delete_by_query(by_experiment)
+    repository(HISTORY_INDEX).delete_by_query(by_experiment)
+    jobs = repository(JOBS_INDEX)
+    if jobs.get_source(entity_id) is not None:
+        jobs.delete(entity_id)
+    return delete_entity(repository(EXPERIMENT_INDEX), entity_id)
+
+
+@bp.patch("/<entity_id>")
+def patch_experiment(entity_id: str) -> Response:
+    body = json_body()
+    assert body is not None
+    if "name" not in body and "description" not in body:
+        raise BadRequest("At least one of 'name' or 'description' must be provided for update")
+    changes: dict[str, Any] = {}
+    if "name" in body:
+        name = optional_text(body, "name", NAME_LIMIT)
+        if name is None:
+            raise BadRequest("Invalid name: Text cannot be empty")
+        changes["name"] = name
+    if "description" in body:
+        changes["description"] = optional_text(body, "description", DESCRIPTION_LIMIT) or ""
+    repo = repository(EXPERIMENT_INDEX)
+    hit = repo.get_hit(entity_id)
+    if hit is None:
+        raise NotFound(f"Experiment not found: {entity_id}")
+    if hit["_source"].get("status") == "PROCESSING":
+        raise Conflict("Cannot patch experiment while it is in PROCESSING status. Please wait "
+                       "for it to complete.")
+    repo.put({**hit["_source"], **changes}, seq_no=hit["_seq_no"],
+             primary_term=hit["_primary_term"])
+    return json_response({"experiment_id": entity_id, "experiment_result": "updated"})
+
+
+@bp.get("/<entity_id>/validate")
+def validate_experiment(entity_id: str) -> Response:
+    experiment = repository(EXPERIMENT_INDEX).get_source(entity_id)
+    if experiment is None:
+        raise NotFound(f"Experiment not found: {entity_id}")
+    return json_response(validate(services().client, experiment))

@@ -1,0 +1,68 @@
+"""Scheduled experiments: ``POST|GET /experiments/schedule``, ``GET|DELETE .../{id}`` (§9).
+The job's id is the experiment's id, as Dashboards looks it up by the experiment."""
+
+from __future__ import annotations
+
+from flask import Blueprint, Response
+
+from workbench.api import json_body, json_response
+from workbench.api.srw import (
+    delete_entity,
+    get_entity,
+    list_entities,
+    plugin_settings,
+    repository,
+)
+from workbench.errors import BadRequest, Conflict, NotFound, TextError
+from workbench.experiments.scheduling import job_document, validate_cron
+from workbench.store.indices import EXPERIMENT_INDEX, JOBS_INDEX
+
+bp = Blueprint("schedules", __name__, url_prefix="/experiments/schedule")
+
+
+@bp.before_request
+def scheduling_gate() -> None:
+    if not plugin_settings().value("scheduled_experiments_enabled"):
+        raise TextError(403, "Scheduled experiments is disabled")
+
+
+@bp.post("")
+def schedule_experiment() -> Response:
+    body = json_body()
+    assert body is not None
+    experiment_id = body.get("experimentId")
+    if not isinstance(experiment_id, str) or not experiment_id.strip():
+        raise BadRequest("Invalid or missing experiment Id")
+    expression = validate_cron(body.get("cronExpression"),
+                               plugin_settings().value("scheduled_experiments_minimum_interval"))
+    experiments = repository(EXPERIMENT_INDEX)
+    if experiments.get_source(experiment_id) is None:
+        raise NotFound(f"Experiment not found: {experiment_id}")
+    jobs = repository(JOBS_INDEX)
+    if jobs.get_source(experiment_id) is not None:
+        raise Conflict(f"Experiment [{experiment_id}] is already scheduled", status=409,
+                       error_type="version_conflict_engine_exception")
+    result = jobs.create(job_document(experiment_id, expression))
+    experiments.update_fields(experiment_id, {"isScheduled": True,
+                                              "scheduledExperimentJobId": experiment_id})
+    return json_response({"job_id": experiment_id, "job_result": str(result["result"]).upper()})
+
+
+@bp.get("")
+def list_schedules() -> Response:
+    return list_entities(repository(JOBS_INDEX))
+
+
+@bp.get("/<job_id>")
+def get_schedule(job_id: str) -> Response:
+    return get_entity(repository(JOBS_INDEX), job_id)
+
+
+@bp.delete("/<job_id>")
+def delete_schedule(job_id: str) -> Response:
+    response = delete_entity(repository(JOBS_INDEX), job_id)
+    experiments = repository(EXPERIMENT_INDEX)
+    if response.status_code == 200 and experiments.get_source(job_id) is not None:
+        experiments.update_fields(job_id, {"isScheduled": False,
+                                           "scheduledExperimentJobId": None})
+    return response

@@ -1,0 +1,145 @@
+"""What every experiment run needs: its inputs loaded once, judgment lookups, stable document ids
+and a bulk writer for evaluation results and variants."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+from opensearchpy.helpers import bulk
+
+from workbench.jobs.base import JobFailed
+from workbench.metrics import MetricError, validate_ratings
+from workbench.querysets.entries import QueryEntry, read_entries
+from workbench.services import Services
+from workbench.store.indices import (
+    EVALUATION_INDEX,
+    JUDGMENT_INDEX,
+    QUERY_SET_INDEX,
+    SEARCH_CONFIG_INDEX,
+    VARIANT_INDEX,
+)
+from workbench.store.repository import Repository, now_iso
+
+_NAMESPACE = uuid.UUID("6b1f0d2e-4c1a-4a8e-9a51-3f1c2b7d9e10")
+
+
+class RunTimedOut(JobFailed):
+    """A scheduled run went past ``scheduled_experiments_timeout``."""
+
+
+def stable_id(*parts: str) -> str:
+    """The same inputs always name the same document, so a re-run overwrites instead of adding."""
+    return str(uuid.uuid5(_NAMESPACE, "\x1f".join(parts)))
+
+
+@dataclass
+class RunContext:
+    svc: Services
+    experiment: dict[str, Any]
+    entries: list[QueryEntry]
+    configs: list[tuple[str, dict[str, Any]]]
+    judgments: list[dict[str, Any]]
+    run_id: str | None = None
+    deadline: float | None = None
+    _ratings: dict[str, dict[str, float]] = field(default_factory=dict)
+
+    @property
+    def experiment_id(self) -> str:
+        return str(self.experiment["id"])
+
+    @property
+    def size(self) -> int:
+        return int(self.experiment["size"])
+
+    def check_time(self) -> None:
+        if self.deadline is not None and time.monotonic() > self.deadline:
+            raise RunTimedOut("the scheduled run exceeded scheduled_experiments_timeout")
+
+    def ratings(self, entry: QueryEntry) -> dict[str, float]:
+        """docId -> rating for one query over every judgment of the experiment (later lists win);
+        the plain query text is looked up first, then the LLM key with custom fields (§13.4)."""
+        cached = self._ratings.get(entry.key)
+        if cached is not None:
+            return cached
+        merged: dict[str, Any] = {}
+        for judgment in self.judgments:
+            rows = judgment.get("judgmentRatings") or []
+            row = next((r for r in rows if r.get("query") == entry.query_text), None)
+            if row is None and entry.key != entry.query_text:
+                row = next((r for r in rows if r.get("query") == entry.key), None)
+            if row:
+                merged.update({str(r["docId"]): r.get("rating") for r in row.get("ratings") or []})
+        try:
+            parsed = validate_ratings(merged)
+        except MetricError as exc:
+            raise JobFailed(str(exc)) from exc
+        self._ratings[entry.key] = parsed
+        return parsed
+
+    def evaluation_doc(self, evaluation_id: str, config_id: str, entry: QueryEntry,
+                       doc_ids: list[str], metrics: list[dict[str, Any]],
+                       variant_id: str | None, parameters: str | None,
+                       took: int | None) -> dict[str, Any]:
+        """A ``search-relevance-evaluation-result`` document (§4.6), optional keys omitted."""
+        doc: dict[str, Any] = {
+            "id": evaluation_id,
+            "timestamp": now_iso(),
+            "searchConfigurationId": config_id,
+            "searchText": entry.query_text,
+            "judgmentIds": list(self.experiment.get("judgmentList") or []),
+            "documentIds": doc_ids,
+            "metrics": metrics,
+            "experimentId": self.experiment_id,
+        }
+        if variant_id:
+            doc["experimentVariantId"] = variant_id
+        if parameters:
+            doc["experimentVariantParameters"] = parameters
+        if self.run_id:
+            doc["scheduledRunId"] = self.run_id
+        if took is not None:
+            doc["took"] = took
+        return doc
+
+
+def load(svc: Services, experiment: dict[str, Any], run_id: str | None = None,
+         timeout_seconds: float | None = None) -> RunContext:
+    """Load the query set, configurations and judgments the experiment names."""
+    def get(index: str, entity_id: str, label: str) -> dict[str, Any]:
+        source = Repository(svc.client, index).get_source(entity_id)
+        if source is None:
+            raise JobFailed(f"{label} [{entity_id}] does not exist")
+        return source
+
+    query_set = get(QUERY_SET_INDEX, experiment["querySetId"], "QuerySet")
+    configs = [(c, get(SEARCH_CONFIG_INDEX, c, "SearchConfiguration"))
+               for c in experiment.get("searchConfigurationList") or []]
+    judgments = [get(JUDGMENT_INDEX, j, "Judgment") for j in experiment.get("judgmentList") or []]
+    deadline = time.monotonic() + timeout_seconds if timeout_seconds else None
+    return RunContext(svc, experiment, read_entries(query_set), configs, judgments, run_id,
+                      deadline)
+
+
+class Writer:
+    """Buffers evaluation results and variants and writes them with ``_bulk``."""
+
+    def __init__(self, svc: Services, batch: int = 2000) -> None:
+        self.svc = svc
+        self.batch = batch
+        self.actions: list[dict[str, Any]] = []
+
+    def add(self, index: str, doc: dict[str, Any]) -> None:
+        self.actions.append({"_index": index, "_id": doc["id"], "_source": doc})
+        if len(self.actions) >= self.batch:
+            self.flush()
+
+    def flush(self, refresh: bool = False) -> None:
+        if self.actions:
+            bulk(self.svc.client, self.actions, request_timeout=300)
+            self.actions = []
+        if refresh:
+            self.svc.client.indices.refresh(index=f"{EVALUATION_INDEX},{VARIANT_INDEX}")
+

@@ -1,0 +1,134 @@
+"""HYBRID_OPTIMIZER (srw-api.md §6.4, §8.6): the 82 normalisation/combination variants of a
+two-clause ``hybrid`` query, each evaluated like a pointwise run.
+
+With the neural-search plugin the cluster combines the scores (a temporary search pipeline per
+variant, as the plugin does). Without it the workbench runs each sub-query as an ordinary search
+and normalises and combines the scores itself (``hybrid_scoring``), so the optimiser works on any
+cluster. A failed search fails only the variants that needed it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from workbench.errors import BadRequest, WorkbenchError
+from workbench.experiments.context import RunContext, Writer, stable_id
+from workbench.experiments.hybrid_scoring import (
+    hybrid_scores,
+    pipeline_body,
+    variant_grid,
+    variant_parameters_string,
+)
+from workbench.experiments.pointwise import metrics_doc
+from workbench.experiments.searching import doc_ids
+from workbench.querysets.entries import QueryEntry
+from workbench.store import plugins
+from workbench.store.indices import EVALUATION_INDEX, VARIANT_INDEX
+from workbench.store.repository import now_iso
+from workbench.store.search import SearchFailure, msearch
+from workbench.store.search_render import RenderedSearch, render
+
+TYPE = "HYBRID_OPTIMIZER"
+
+
+def hybrid_clauses(body: dict[str, Any]) -> list[dict[str, Any]]:
+    """The two sub-queries of a rendered body, or a 400 with the contract's message."""
+    query = body.get("query")
+    if not isinstance(query, dict):
+        raise BadRequest("query in search configuration does not have query")
+    hybrid = query.get("hybrid")
+    if len(query) != 1 or not isinstance(hybrid, dict):
+        raise BadRequest("query in search configuration does must be of type hybrid")
+    queries = hybrid.get("queries")
+    if not isinstance(queries, list):
+        raise BadRequest("hybrid query in search configuration does not have queries")
+    if len(queries) != 2:
+        raise BadRequest("invalid hybrid query: expected exactly [2] sub-queries but found "
+                         f"[{len(queries)}]")
+    if "search_pipeline" in body:
+        raise BadRequest("search pipeline is not allowed in search request")
+    return queries
+
+
+def check_configuration(config: dict[str, Any]) -> None:
+    """Refuse at creation a configuration that cannot run as a hybrid query (§13.18)."""
+    hybrid_clauses(render(config, "sample query", 10).body)
+
+
+def _searches(ctx: RunContext, entry: QueryEntry, config: dict[str, Any], neural: bool,
+              grid: list[dict[str, Any]]) -> list[RenderedSearch]:
+    rendered = render(config, entry.query_text, ctx.size, entry.custom_fields)
+    clauses = hybrid_clauses(rendered.body)
+    if neural:  # one search per variant, the cluster combines with a temporary pipeline
+        return [RenderedSearch(rendered.index, {**rendered.body,
+                                                "search_pipeline": pipeline_body(params)}, None)
+                for params in grid]
+    rest = {k: v for k, v in rendered.body.items() if k not in ("query", "size")}
+    return [RenderedSearch(rendered.index, {**rest, "query": clause, "size": ctx.size}, None)
+            for clause in clauses]
+
+
+def run(ctx: RunContext, writer: Writer) -> list[dict[str, Any]]:
+    neural = plugins.has(ctx.svc.client, "opensearch-neural-search")
+    grid = variant_grid()
+    run_id = ctx.run_id or ""
+    results: list[dict[str, Any]] = []
+    for position, entry in enumerate(ctx.entries):
+        ratings = ctx.ratings(entry)
+        for config_id, config in ctx.configs:
+            try:
+                searches = _searches(ctx, entry, config, neural, grid)
+                answers = msearch(ctx.svc.client, searches)
+                failure = None
+            except WorkbenchError as exc:
+                answers, failure = [], exc.reason
+            evaluations = []
+            for number, params in enumerate(grid):
+                key = (ctx.experiment_id, run_id, config_id, str(position), str(number))
+                variant_id = stable_id(*key, "variant")
+                variant: dict[str, Any] = {
+                    "id": variant_id, "timestamp": now_iso(), "type": TYPE,
+                    "experimentId": ctx.experiment_id, "parameters": params,
+                }
+                ranked, took, error = _variant_result(answers, failure, neural, number, params,
+                                                      ctx.size)
+                if error is not None:
+                    variant.update(status="ERROR", results={"error": error})
+                    writer.add(VARIANT_INDEX, variant)
+                    continue
+                variant["status"] = "COMPLETED"
+                if not ranked:
+                    variant["results"] = {"evaluationResultId": None,
+                                          "details": "no search hits found", "took": took}
+                    writer.add(VARIANT_INDEX, variant)
+                    continue
+                evaluation_id = stable_id(*key, "evaluation")
+                writer.add(EVALUATION_INDEX, ctx.evaluation_doc(
+                    evaluation_id, config_id, entry, ranked, metrics_doc(ranked, ratings, ctx.size),
+                    variant_id, variant_parameters_string(params), took))
+                variant["results"] = {"evaluationResultId": evaluation_id}
+                writer.add(VARIANT_INDEX, variant)
+                evaluations.append({"evaluationId": evaluation_id,
+                                    "experimentVariantId": variant_id})
+            results.append({"searchConfigurationId": config_id,
+                            "evaluationResults": evaluations, "query_text": entry.query_text})
+        ctx.check_time()
+    return results
+
+
+def _variant_result(answers: list[Any], failure: str | None, neural: bool, number: int,
+                    params: dict[str, Any], size: int) -> tuple[list[str], int, str | None]:
+    """(ranked doc ids, took, error) of one variant."""
+    if failure is not None:
+        return [], 0, failure
+    if neural:
+        answer = answers[number]
+        if isinstance(answer, SearchFailure):
+            return [], 0, answer.reason
+        return doc_ids(answer), int(answer.get("took", 0)), None
+    broken = [a for a in answers if isinstance(a, SearchFailure)]
+    if broken:
+        return [], 0, broken[0].reason
+    hits = [[(h["_id"], float(h["_score"] or 0.0)) for h in a["hits"]["hits"]] for a in answers]
+    took = sum(int(a.get("took", 0)) for a in answers)
+    return [doc for doc, _ in hybrid_scores(hits, params, size)], took, None

@@ -1,0 +1,29 @@
+"""PAIRWISE_COMPARISON (srw-api.md §8.4): how much the top results of two configurations agree."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from workbench.experiments.context import RunContext, Writer
+from workbench.experiments.searching import run_searches
+from workbench.metrics import pairwise_metrics, round2
+
+
+def run(ctx: RunContext, writer: Writer) -> list[dict[str, Any]]:
+    """One result per query: both snapshots and the four agreement metrics."""
+    answers = run_searches(ctx, [(entry, config) for entry in ctx.entries
+                                 for config in ctx.configs])
+    results = []
+    for position, entry in enumerate(ctx.entries):
+        snapshots = []
+        lists = []
+        for offset, (config_id, _) in enumerate(ctx.configs):
+            doc_ids, took = answers[position * len(ctx.configs) + offset]
+            snapshots.append({"searchConfigurationId": config_id, "docIds": doc_ids,
+                              "took": took})
+            lists.append(doc_ids)
+        metrics = [{"metric": name, "value": round2(value)}
+                   for name, value in pairwise_metrics(lists[0], lists[1])]
+        results.append({"snapshots": snapshots, "metrics": metrics,
+                        "query_text": entry.query_text})
+    return results

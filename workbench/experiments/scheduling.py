@@ -1,0 +1,150 @@
+"""Scheduled experiments (srw-api.md §9): cron validation, the scheduler loop and a scheduled run.
+
+``workbench scheduler`` polls the job index; each fire time is claimed in Redis with SET NX, so
+any number of schedulers fire a job once. A run writes a history document and evaluation results
+tagged with its run id; one that outlives ``scheduled_experiments_timeout`` ends ``TIMEOUT``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import threading
+import time
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from croniter import croniter
+from opensearchpy.exceptions import NotFoundError
+
+from workbench.errors import BadRequest
+from workbench.experiments.context import load
+from workbench.experiments.runner import execute
+from workbench.jobs.base import JobFailed
+from workbench.services import Services
+from workbench.store.indices import EXPERIMENT_INDEX, HISTORY_INDEX, JOBS_INDEX
+from workbench.store.repository import Repository, new_id, now_iso
+
+PARSE_ERROR = ('failed to parse cron expression. For more information check out '
+               'https://en.wikipedia.org/wiki/Cron. For example, "12 * * * *"')
+
+log = logging.getLogger(__name__)
+
+
+def validate_cron(expression: Any, minimum_interval_ms: float,
+                  now: datetime | None = None) -> str:
+    """The trimmed expression, or a 400 with the contract's message (UNIX 5-field syntax)."""
+    if not isinstance(expression, str) or not expression.strip():
+        raise BadRequest("cron expression cannot be null or empty")
+    expression = expression.strip()
+    if len(expression.split()) != 5 or not croniter.is_valid(expression):
+        raise BadRequest(PARSE_ERROR)
+    it = croniter(expression, now or datetime.now(UTC))
+    first, second = it.get_next(datetime), it.get_next(datetime)
+    if (second - first).total_seconds() * 1000 < minimum_interval_ms:
+        raise BadRequest("The interval between scheduled experiment runs is too short.")
+    return expression
+
+
+def job_document(experiment_id: str, expression: str) -> dict[str, Any]:
+    now_ms = int(time.time() * 1000)
+    return {"id": experiment_id, "enabled": True,
+            "schedule": {"cron": {"expression": expression, "timezone": "UTC"}},
+            "enabledTime": now_ms, "lastUpdateTime": now_ms, "timestamp": now_iso()}
+
+
+def latest_fire(expression: str, after_ms: int, now: datetime) -> datetime | None:
+    """The most recent fire time in (after, now], or None when nothing is due."""
+    start = datetime.fromtimestamp(after_ms / 1000, UTC)
+    upcoming = croniter(expression, start).get_next(datetime)
+    if upcoming > now:
+        return None
+    fired: datetime = croniter(expression, now + timedelta(seconds=1)).get_prev(datetime)
+    return fired
+
+
+class Scheduler:
+    """Fires due jobs; one instance per ``workbench scheduler`` process."""
+
+    def __init__(self, svc: Services) -> None:
+        self.svc = svc
+
+    def tick(self, now: datetime | None = None) -> list[str]:
+        """Start every run that is due; returns the history ids it created."""
+        now = now or datetime.now(UTC)
+        settings = self.svc.settings.load()
+        self.expire_runs(settings.value("scheduled_experiments_timeout"))
+        if not settings.value("scheduled_experiments_enabled"):
+            return []
+        jobs = Repository(self.svc.client, JOBS_INDEX).search(
+            {"query": {"term": {"enabled": True}}, "size": 10_000})["hits"]["hits"]
+        started = []
+        for hit in jobs:
+            job = hit["_source"]
+            history_id = self._maybe_fire(job, now)
+            if history_id:
+                started.append(history_id)
+        return started
+
+    def _maybe_fire(self, job: dict[str, Any], now: datetime) -> str | None:
+        job_id = job["id"]
+        expression = job["schedule"]["cron"]["expression"]
+        last_key = f"workbench:schedule:{job_id}:last"
+        last = self.svc.redis.get(last_key)
+        after_ms = int(last) if last else int(job.get("enabledTime") or 0)
+        fire = latest_fire(expression, after_ms, now)
+        if fire is None:
+            return None
+        fire_ms = int(fire.timestamp() * 1000)
+        self.svc.redis.set(last_key, fire_ms)
+        if not self.svc.redis.set(f"workbench:schedule:{job_id}:{fire_ms}", 1, nx=True,
+                                  ex=7 * 86400):
+            return None  # another scheduler fired it
+        history_id = new_id()
+        Repository(self.svc.client, HISTORY_INDEX).create({
+            "id": history_id, "experimentId": job_id, "jobId": job_id,
+            "jobIndexName": JOBS_INDEX, "timestamp": now_iso(), "status": "PROCESSING",
+            "results": None,
+        })
+        from workbench.jobs.queue import enqueue
+
+        enqueue("workbench.experiments.scheduled_run", history_id)
+        log.info("scheduled run %s of experiment %s (fire time %s)", history_id, job_id, fire)
+        return history_id
+
+    def expire_runs(self, timeout_ms: float) -> None:
+        """Runs still PROCESSING past the timeout end ``TIMEOUT``."""
+        cutoff = (datetime.now(UTC) - timedelta(milliseconds=timeout_ms)).strftime(
+            "%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+        with contextlib.suppress(NotFoundError):  # no run has happened yet
+            self.svc.client.update_by_query(
+                index=HISTORY_INDEX, refresh=True, conflicts="proceed",
+                body={"query": {"bool": {"filter": [{"term": {"status": "PROCESSING"}},
+                                                    {"range": {"timestamp": {"lt": cutoff}}}]}},
+                      "script": {"source": "ctx._source.status = 'TIMEOUT'"}})
+
+    def run_forever(self, interval: float, stop: threading.Event | None = None) -> None:
+        stop = stop or threading.Event()
+        while not stop.is_set():
+            try:
+                self.tick()
+            except Exception:
+                log.exception("scheduler tick failed")
+            stop.wait(interval)
+
+
+def run_history(svc: Services, history_id: str) -> None:
+    """The job of one scheduled run: re-run the experiment, tag results with the run id."""
+    history_repo = Repository(svc.client, HISTORY_INDEX)
+    history = history_repo.get_source(history_id)
+    if history is None or history.get("status") != "PROCESSING":
+        return
+    experiment = Repository(svc.client, EXPERIMENT_INDEX).get_source(history["experimentId"])
+    if experiment is None:
+        Repository(svc.client, JOBS_INDEX).delete(history["jobId"])
+        raise JobFailed(f"Experiment [{history['experimentId']}] no longer exists; its "
+                        "schedule was removed")
+    timeout_s = svc.settings.load().value("scheduled_experiments_timeout") / 1000
+    ctx = load(svc, experiment, run_id=history_id, timeout_seconds=timeout_s)
+    results = execute(ctx)
+    history_repo.update_fields(history_id, {"status": "COMPLETED", "results": results})

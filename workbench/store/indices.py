@@ -1,0 +1,12 @@
+"""The names of the indices the workbench reads and writes (srw-api.md §0, §4), in one place."""
+
+QUERY_SET_INDEX = "search-relevance-queryset"
+SEARCH_CONFIG_INDEX = "search-relevance-search-config"
+JUDGMENT_INDEX = "search-relevance-judgment"
+EXPERIMENT_INDEX = ".plugins-search-relevance-experiment"
+VARIANT_INDEX = "search-relevance-experiment-variant"
+EVALUATION_INDEX = "search-relevance-evaluation-result"
+JOBS_INDEX = ".search-relevance-scheduled-experiment-jobs"
+HISTORY_INDEX = ".search-relevance-scheduled-experiment-history"
+CACHE_INDEX = ".plugins-search-relevance-judgment-cache"
+SETTINGS_INDEX = ".plugins-search-relevance-settings"
