@@ -81,7 +81,16 @@ def server(env: dict[str, str]) -> Iterator[Server]:
 
 
 @pytest.fixture(scope="session")
-def worker(env: dict[str, str]) -> Iterator[Worker]:
+def celery(env: dict[str, str]) -> Any:
+    """The test process's Celery app, sending to this session's broker and queue."""
+    from workbench.config import Config
+    from workbench.jobs.celery_app import configure
+
+    return configure(Config.from_env(env))
+
+
+@pytest.fixture(scope="session")
+def worker(env: dict[str, str], celery: Any) -> Iterator[Worker]:
     """A real Celery worker consuming this session's queue."""
     wrk = Worker(env)
     yield wrk

@@ -19,7 +19,7 @@ from workbench.jobs.celery_app import celery_app
 
 
 @pytest.fixture(scope="module")
-def job_worker(env: dict[str, str], direct: OpenSearch) -> Iterator[Worker]:
+def job_worker(env: dict[str, str], direct: OpenSearch, celery: object) -> Iterator[Worker]:
     direct.indices.create(index=ENTITY_INDEX, ignore=400)
     wrk = Worker(env, module="tests.support.job_tasks", queue=f"jobs-{uuid.uuid4().hex[:8]}")
     yield wrk

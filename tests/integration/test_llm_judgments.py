@@ -293,7 +293,7 @@ def test_partial_answers_become_failures_then_retry_and_edit(
 def test_edit_moves_a_failed_document_into_the_ratings(api: Api, worker: Worker,
                                                         setup: dict[str, Any],
                                                         llm: LLMServer) -> None:
-    llm.partial(ids=["p1"])
+    llm.partial(ids=["p1"], times=3)  # whichever call carries p1
     done = run(api, body(setup, overwriteCache=True))
     entry = next(e for e in done["judgmentRatings"] if e["query"] == "red shoes")
     assert entry["failures"] == [{"docId": "p1"}]

@@ -116,10 +116,12 @@ class Worker(Proc):
         self._wait(env)
 
     def _wait(self, env: dict[str, str], timeout: float = 60) -> None:
-        from workbench.config import Config
-        from workbench.jobs.celery_app import configure
+        from celery import Celery
 
-        app = configure(Config.from_env(env))
+        from workbench.config import Config
+
+        # A private app: pinging must not repoint the test process's own Celery app.
+        app = Celery("ping", broker=Config.from_env(env).celery_broker_url)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if not self.alive():

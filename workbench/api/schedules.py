@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from flask import Blueprint, Response
 
-from workbench.api import json_body, json_response
+from workbench.api import json_body, json_response, services
 from workbench.api.srw import (
     delete_entity,
     get_entity,
@@ -14,7 +14,7 @@ from workbench.api.srw import (
     repository,
 )
 from workbench.errors import BadRequest, Conflict, NotFound, TextError
-from workbench.experiments.scheduling import job_document, validate_cron
+from workbench.experiments.scheduling import job_document, last_fire_key, validate_cron
 from workbench.store.indices import EXPERIMENT_INDEX, JOBS_INDEX
 
 bp = Blueprint("schedules", __name__, url_prefix="/experiments/schedule")
@@ -43,6 +43,7 @@ def schedule_experiment() -> Response:
         raise Conflict(f"Experiment [{experiment_id}] is already scheduled", status=409,
                        error_type="version_conflict_engine_exception")
     result = jobs.create(job_document(experiment_id, expression))
+    services().redis.delete(last_fire_key(experiment_id))  # a new schedule starts afresh
     experiments.update_fields(experiment_id, {"isScheduled": True,
                                               "scheduledExperimentJobId": experiment_id})
     return json_response({"job_id": experiment_id, "job_result": str(result["result"]).upper()})

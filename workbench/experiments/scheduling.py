@@ -53,6 +53,11 @@ def job_document(experiment_id: str, expression: str) -> dict[str, Any]:
             "enabledTime": now_ms, "lastUpdateTime": now_ms, "timestamp": now_iso()}
 
 
+def last_fire_key(job_id: str) -> str:
+    """Redis key of the fire time a scheduler last handled for a job."""
+    return f"workbench:schedule:{job_id}:last"
+
+
 def latest_fire(expression: str, after_ms: int, now: datetime) -> datetime | None:
     """The most recent fire time in (after, now], or None when nothing is due."""
     start = datetime.fromtimestamp(after_ms / 1000, UTC)
@@ -89,7 +94,7 @@ class Scheduler:
     def _maybe_fire(self, job: dict[str, Any], now: datetime) -> str | None:
         job_id = job["id"]
         expression = job["schedule"]["cron"]["expression"]
-        last_key = f"workbench:schedule:{job_id}:last"
+        last_key = last_fire_key(job_id)
         last = self.svc.redis.get(last_key)
         after_ms = int(last) if last else int(job.get("enabledTime") or 0)
         fire = latest_fire(expression, after_ms, now)
