@@ -102,8 +102,10 @@ class Scheduler:
             return None
         fire_ms = int(fire.timestamp() * 1000)
         self.svc.redis.set(last_key, fire_ms)
-        if not self.svc.redis.set(f"workbench:schedule:{job_id}:{fire_ms}", 1, nx=True,
-                                  ex=7 * 86400):
+        # The claim is per schedule (its enabledTime): a schedule deleted and created again
+        # starts with no claimed fire times.
+        claim = f"workbench:schedule:{job_id}:{job.get('enabledTime')}:{fire_ms}"
+        if not self.svc.redis.set(claim, 1, nx=True, ex=7 * 86400):
             return None  # another scheduler fired it
         history_id = new_id()
         Repository(self.svc.client, HISTORY_INDEX).create({
