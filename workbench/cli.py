@@ -39,9 +39,15 @@ def main(argv: list[str] | None = None) -> int:
 
     sub.add_parser("status", help="check the cluster, Redis and the workers")
 
+    sub.add_parser("bench", help="run the benchmarks (scripts/bench; pass --help for options)",
+                   add_help=False)
+
     show = sub.add_parser("config", help="print the effective settings (secrets masked)")
     show.add_argument("--markdown", action="store_true", help="the README's settings table")
 
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["bench"]:
+        return _bench(argv[1:])
     args = parser.parse_args(argv)
     try:
         config = Config.from_env()
@@ -164,6 +170,19 @@ def _load_demo(config: Config, args: argparse.Namespace) -> int:
     for index, count in report.items():
         print(f"{index}: {count} documents")
     return 0
+
+
+def _bench(argv: list[str]) -> int:
+    """Run ``scripts/bench/run.py`` of this checkout (the benchmarks are not installed code)."""
+    from workbench.config import REPO_ROOT
+
+    if not (REPO_ROOT / "scripts" / "bench" / "run.py").is_file():
+        print("workbench bench: needs a source checkout (scripts/bench)", file=sys.stderr)
+        return 2
+    sys.path.insert(0, str(REPO_ROOT))
+    from scripts.bench.run import main as bench_main
+
+    return bench_main(argv)
 
 
 def _show_config(config: Config, args: argparse.Namespace) -> int:

@@ -314,6 +314,8 @@ def test_failed_queries_and_ignore_failure(api: Api, worker: Worker, setup: dict
     run(api, body(setup, querySetId=two, searchConfigurationList=setup["configs"][:1]))
     cached = run(api, body(setup, querySetId=two, searchConfigurationList=setup["configs"][:1]))
     assert cached["metadata"]["usage"]["llmCalls"] == 0
+    # Cache writes do not refresh (lookups are real-time gets): refresh before searching it.
+    api.call("POST", "/.plugins-search-relevance-judgment-cache/_refresh")
     api.call("POST", "/.plugins-search-relevance-judgment-cache/_delete_by_query",
              {"query": {"term": {"queryText": "red shoes"}}}, params={"refresh": "true"})
     llm.reply_text("Sorry, I cannot rate these documents.", times=2)

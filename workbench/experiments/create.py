@@ -33,10 +33,11 @@ def optional_text(body: dict[str, Any], field: str, limit: int) -> str | None:
     return value
 
 
-def _source(client: OpenSearch, index: str, entity_id: Any, label: str) -> dict[str, Any]:
+def _source(client: OpenSearch, index: str, entity_id: Any, label: str,
+            fields: list[str] | None = None) -> dict[str, Any]:
     if not isinstance(entity_id, str) or not entity_id.strip():
         raise BadRequest(f"{label} ID cannot be null or empty")
-    source = Repository(client, index).get_source(entity_id)
+    source = Repository(client, index).get_source(entity_id, fields)
     if source is None:
         raise BadRequest(f"{label} [{entity_id}] does not exist")
     return source
@@ -79,7 +80,7 @@ def new_experiment(client: OpenSearch, body: dict[str, Any]) -> dict[str, Any]:
     if experiment_type in NEEDS_JUDGMENTS and not judgment_ids:
         raise BadRequest(f"judgmentList is required for {experiment_type}")
     for judgment_id in judgment_ids:
-        judgment = _source(client, JUDGMENT_INDEX, judgment_id, "Judgment")
+        judgment = _source(client, JUDGMENT_INDEX, judgment_id, "Judgment", ["status"])
         if judgment.get("status") != "COMPLETED":
             raise BadRequest(f"Judgment [{judgment_id}] is not COMPLETED "
                              f"(status: {judgment.get('status')})")

@@ -19,7 +19,7 @@ from workbench.experiments.hybrid_scoring import (
     variant_grid,
     variant_parameters_string,
 )
-from workbench.experiments.pointwise import metrics_doc
+from workbench.experiments.pointwise import metrics_docs
 from workbench.experiments.searching import doc_ids
 from workbench.querysets.entries import QueryEntry
 from workbench.store import plugins
@@ -71,45 +71,42 @@ def _searches(ctx: RunContext, entry: QueryEntry, config: dict[str, Any], neural
 def run(ctx: RunContext, writer: Writer) -> list[dict[str, Any]]:
     neural = plugins.has(ctx.svc.client, "opensearch-neural-search")
     grid = variant_grid()
-    run_id = ctx.run_id or ""
     results: list[dict[str, Any]] = []
     for position, entry in enumerate(ctx.entries):
         ratings = ctx.ratings(entry)
         for config_id, config in ctx.configs:
             try:
                 searches = _searches(ctx, entry, config, neural, grid)
-                answers = msearch(ctx.svc.client, searches)
-                failure = None
+                answers, failure = msearch(ctx.svc.client, searches, ids_only=True), None
             except WorkbenchError as exc:
                 answers, failure = [], exc.reason
+            outcomes = [_variant_result(answers, failure, neural, number, params, ctx.size)
+                        for number, params in enumerate(grid)]
+            scored = iter(metrics_docs([(ranked, ratings) for ranked, _, error in outcomes
+                                        if error is None and ranked], ctx.size))
             evaluations = []
-            for number, params in enumerate(grid):
-                key = (ctx.experiment_id, run_id, config_id, str(position), str(number))
-                variant_id = stable_id(*key, "variant")
+            for number, (params, (ranked, took, error)) in enumerate(
+                    zip(grid, outcomes, strict=True)):
+                key = (ctx.experiment_id, ctx.run_id or "", config_id, str(position), str(number))
                 variant: dict[str, Any] = {
-                    "id": variant_id, "timestamp": now_iso(), "type": TYPE,
+                    "id": stable_id(*key, "variant"), "timestamp": now_iso(), "type": TYPE,
                     "experimentId": ctx.experiment_id, "parameters": params,
+                    "status": "COMPLETED" if error is None else "ERROR",
                 }
-                ranked, took, error = _variant_result(answers, failure, neural, number, params,
-                                                      ctx.size)
                 if error is not None:
-                    variant.update(status="ERROR", results={"error": error})
-                    writer.add(VARIANT_INDEX, variant)
-                    continue
-                variant["status"] = "COMPLETED"
-                if not ranked:
+                    variant["results"] = {"error": error}
+                elif not ranked:
                     variant["results"] = {"evaluationResultId": None,
                                           "details": "no search hits found", "took": took}
-                    writer.add(VARIANT_INDEX, variant)
-                    continue
-                evaluation_id = stable_id(*key, "evaluation")
-                writer.add(EVALUATION_INDEX, ctx.evaluation_doc(
-                    evaluation_id, config_id, entry, ranked, metrics_doc(ranked, ratings, ctx.size),
-                    variant_id, variant_parameters_string(params), took))
-                variant["results"] = {"evaluationResultId": evaluation_id}
+                else:
+                    evaluation_id = stable_id(*key, "evaluation")
+                    writer.add(EVALUATION_INDEX, ctx.evaluation_doc(
+                        evaluation_id, config_id, entry, ranked, next(scored), variant["id"],
+                        variant_parameters_string(params), took))
+                    variant["results"] = {"evaluationResultId": evaluation_id}
+                    evaluations.append({"evaluationId": evaluation_id,
+                                        "experimentVariantId": variant["id"]})
                 writer.add(VARIANT_INDEX, variant)
-                evaluations.append({"evaluationId": evaluation_id,
-                                    "experimentVariantId": variant_id})
             results.append({"searchConfigurationId": config_id,
                             "evaluationResults": evaluations, "query_text": entry.query_text})
         ctx.check_time()
@@ -129,6 +126,7 @@ def _variant_result(answers: list[Any], failure: str | None, neural: bool, numbe
     broken = [a for a in answers if isinstance(a, SearchFailure)]
     if broken:
         return [], 0, broken[0].reason
-    hits = [[(h["_id"], float(h["_score"] or 0.0)) for h in a["hits"]["hits"]] for a in answers]
+    hits = [[(h["_id"], float(h["_score"] or 0.0)) for h in (a.get("hits") or {}).get("hits") or []]
+            for a in answers]
     took = sum(int(a.get("took", 0)) for a in answers)
     return [doc for doc, _ in hybrid_scores(hits, params, size)], took, None

@@ -10,22 +10,27 @@ from typing import Any
 
 from workbench.experiments.context import RunContext, Writer, stable_id
 from workbench.experiments.searching import run_searches
-from workbench.metrics import evaluate, round_metric
+from workbench.metrics import evaluate_many, round_metric
 from workbench.store.indices import EVALUATION_INDEX, VARIANT_INDEX
 from workbench.store.repository import now_iso
 
 TYPE = "POINTWISE_EVALUATION"
 
 
-def metrics_doc(doc_ids: list[str], ratings: dict[str, float], k: int) -> list[dict[str, Any]]:
-    """The §8.7 metric set, rounded only here, where it is written."""
-    return [{"metric": name, "value": round_metric(value)}
-            for name, value in evaluate(doc_ids, ratings, k)]
+def metrics_docs(lists: list[tuple[list[str], dict[str, float]]],
+                 k: int) -> list[list[dict[str, Any]]]:
+    """The §8.7 metric set of each (doc ids, ratings), computed together and rounded only here,
+    where it is written."""
+    return [[{"metric": name, "value": round_metric(value)} for name, value in metrics]
+            for metrics in evaluate_many(lists, k)]
 
 
 def run(ctx: RunContext, writer: Writer) -> list[dict[str, Any]]:
     pairs = [(entry, config) for entry in ctx.entries for config in ctx.configs]
     answers = run_searches(ctx, pairs)
+    scored = metrics_docs([(doc_ids, ctx.ratings(entry)) for (entry, _), (doc_ids, _) in
+                           zip(pairs, answers, strict=True) if doc_ids], ctx.size)
+    metrics_of = iter(scored)
     results: list[dict[str, Any]] = []
     run_id = ctx.run_id or ""
     for number, ((entry, (config_id, config)), (doc_ids, took)) in enumerate(
@@ -45,7 +50,7 @@ def run(ctx: RunContext, writer: Writer) -> list[dict[str, Any]]:
             results.append({"queryText": entry.query_text})
             continue
         evaluation_id = stable_id(ctx.experiment_id, run_id, "evaluation", config_id, position)
-        metrics = metrics_doc(doc_ids, ctx.ratings(entry), ctx.size)
+        metrics = next(metrics_of)
         writer.add(EVALUATION_INDEX, ctx.evaluation_doc(
             evaluation_id, config_id, entry, doc_ids, metrics, variant_id, None, took))
         variant["results"] = {"evaluationResultId": evaluation_id}

@@ -13,7 +13,7 @@ from opensearchpy.exceptions import ConflictError, NotFoundError
 
 from workbench.experiments import hybrid, pairwise, pointwise
 from workbench.experiments.context import RunContext, Writer, load
-from workbench.experiments.signature import fingerprints
+from workbench.experiments.signature import signature
 from workbench.services import Services
 from workbench.store.indices import EXPERIMENT_INDEX
 from workbench.store.repository import Repository, now_iso
@@ -51,7 +51,8 @@ def run(svc: Services, experiment_id: str) -> None:
     ctx = load(svc, experiment)
     results = execute(ctx)
     done = {**experiment, "status": "COMPLETED", "timestamp": now_iso(), "results": results,
-            "inputSignature": fingerprints(svc.client, experiment)}
+            "inputSignature": signature(ctx.query_set, ctx.judgments,
+                                        [config for _, config in ctx.configs])}
     try:
         repo.put(done, seq_no=hit["_seq_no"], primary_term=hit["_primary_term"])
     except (ConflictError, NotFoundError):

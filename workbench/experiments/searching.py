@@ -14,7 +14,8 @@ from workbench.store.search_render import render
 
 def doc_ids(answer: dict[str, Any]) -> list[str]:
     """Hit ids in rank order, each once."""
-    return list(dict.fromkeys(hit["_id"] for hit in answer["hits"]["hits"]))
+    hits = (answer.get("hits") or {}).get("hits") or []  # filter_path drops empty lists
+    return list(dict.fromkeys(hit["_id"] for hit in hits))
 
 
 def run_searches(ctx: RunContext, pairs: list[tuple[QueryEntry, tuple[str, dict[str, Any]]]],
@@ -28,8 +29,8 @@ def run_searches(ctx: RunContext, pairs: list[tuple[QueryEntry, tuple[str, dict[
             raise JobFailed(f"{exc.reason} for query [{entry.query_text}] with search "
                             f"configuration [{config_id}]") from exc
     out = []
-    for (entry, (config_id, _)), answer in zip(pairs, msearch(ctx.svc.client, searches),
-                                               strict=True):
+    answers = msearch(ctx.svc.client, searches, ids_only=True)
+    for (entry, (config_id, _)), answer in zip(pairs, answers, strict=True):
         if isinstance(answer, SearchFailure):
             raise JobFailed(f"search for query [{entry.query_text}] with search configuration "
                             f"[{config_id}] failed: {answer.reason}")

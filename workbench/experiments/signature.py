@@ -35,42 +35,48 @@ def _query(text: str) -> Any:
     return parsed
 
 
-def _judgments(client: OpenSearch, ids: list[str]) -> list[Any] | None:
-    """Per judgment, in order: rows sorted by query, each row's ratings in canonical order."""
-    out = []
-    for judgment_id in ids:
-        doc = Repository(client, JUDGMENT_INDEX).get_source(judgment_id)
-        if doc is None:
-            return None
-        rows = [{"query": r.get("query"),
-                 "ratings": sorted((r.get("ratings") or []), key=canonical)}
-                for r in doc.get("judgmentRatings") or []]
-        out.append(sorted(rows, key=lambda row: str(row["query"])))
-    return out
+def _judgment_rows(doc: dict[str, Any]) -> list[Any]:
+    """One judgment: rows sorted by query, each row's ratings in canonical order."""
+    rows = [{"query": r.get("query"), "ratings": sorted((r.get("ratings") or []), key=canonical)}
+            for r in doc.get("judgmentRatings") or []]
+    return sorted(rows, key=lambda row: str(row["query"]))
 
 
-def _configurations(client: OpenSearch, ids: list[str]) -> list[dict[str, Any]] | None:
-    out = []
-    for config_id in ids:
-        doc = Repository(client, SEARCH_CONFIG_INDEX).get_source(config_id)
-        if doc is None:
-            return None
-        out.append({"index": doc.get("index"), "pipeline": doc.get("searchPipeline") or "",
-                    "query": _query(str(doc.get("query", "")))})
-    return out
+def _configuration(doc: dict[str, Any]) -> dict[str, Any]:
+    return {"index": doc.get("index"), "pipeline": doc.get("searchPipeline") or "",
+            "query": _query(str(doc.get("query", "")))}
 
 
-def fingerprints(client: OpenSearch, experiment: dict[str, Any]) -> dict[str, str | None]:
-    """One fingerprint per input; None where the input can no longer be loaded."""
-    query_set = Repository(client, QUERY_SET_INDEX).get_source(experiment.get("querySetId", ""))
+def signature(query_set: dict[str, Any] | None, judgments: list[dict[str, Any]] | None,
+              configs: list[dict[str, Any]] | None) -> dict[str, str | None]:
+    """The fingerprints of loaded inputs; None for an input that could not be loaded."""
     values: dict[str, Any] = {
         "query_set": None if query_set is None
         else sorted(e.query_text for e in read_entries(query_set)),
-        "judgment_list": _judgments(client, list(experiment.get("judgmentList") or [])),
-        "search_configurations": _configurations(
-            client, list(experiment.get("searchConfigurationList") or [])),
+        "judgment_list": None if judgments is None else [_judgment_rows(j) for j in judgments],
+        "search_configurations": None if configs is None else [_configuration(c)
+                                                               for c in configs],
     }
     return {name: None if value is None else _hash(value) for name, value in values.items()}
+
+
+def _all_or_none(client: OpenSearch, index: str, ids: list[str]) -> list[dict[str, Any]] | None:
+    docs = []
+    for entity_id in ids:
+        doc = Repository(client, index).get_source(entity_id)
+        if doc is None:
+            return None
+        docs.append(doc)
+    return docs
+
+
+def fingerprints(client: OpenSearch, experiment: dict[str, Any]) -> dict[str, str | None]:
+    """Load the experiment's inputs as they are now and fingerprint them."""
+    return signature(
+        Repository(client, QUERY_SET_INDEX).get_source(experiment.get("querySetId", "")),
+        _all_or_none(client, JUDGMENT_INDEX, list(experiment.get("judgmentList") or [])),
+        _all_or_none(client, SEARCH_CONFIG_INDEX,
+                     list(experiment.get("searchConfigurationList") or [])))
 
 
 SINGLE = {

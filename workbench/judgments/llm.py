@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -77,6 +77,36 @@ class Usage:
                    int(value.get("reusedRatings", 0)))
 
 
+class CacheWriter:
+    """Writes new ratings to the judgment cache in the background while other calls run."""
+
+    def __init__(self, cache: JudgmentCache, batch: int = 200) -> None:
+        self.cache = cache
+        self.batch = batch
+        self.buffer: dict[CacheKey, str] = {}
+        self.pool = ThreadPoolExecutor(1, thread_name_prefix="cache")
+        self.pending: list[Future[None]] = []
+
+    def add(self, ratings: dict[CacheKey, str]) -> None:
+        self.buffer.update(ratings)
+        if len(self.buffer) >= self.batch:
+            self._send()
+
+    def _send(self) -> None:
+        if self.buffer:
+            ratings, self.buffer = self.buffer, {}
+            self.pending.append(self.pool.submit(self.cache.store, ratings))
+
+    def close(self) -> None:
+        """Write what is left and wait; a failed write fails the job (the ratings are paid)."""
+        self._send()
+        try:
+            for future in self.pending:
+                future.result()
+        finally:
+            self.pool.shutdown(wait=True)
+
+
 class Judge:
     """The model, prompt and cache settings of one judgment, and the calls it makes."""
 
@@ -114,30 +144,35 @@ class Judge:
     def rate(self, targets: list[Target]) -> list[Outcome]:
         """Ask the model about every unknown hit of every target, chunk by chunk, in parallel."""
         outcomes = [Outcome() for _ in targets]
-        tasks: list[tuple[int, list[tuple[str, str]]]] = []
-        for number, target in enumerate(targets):
-            todo = [(f"{self.index}::{d}", ctx) for d, ctx in target.hits
-                    if d not in target.known]
-            outcomes[number].sent = [d for d, _ in target.hits if d not in target.known]
-            if not todo:
-                continue
-            chunks = llm_chunking.chunk_hits(self.system, self.template, target.entry.query_text,
-                                             target.entry.custom_fields, todo, self.token_limit)
-            tasks.extend((number, chunk) for chunk in chunks)
-            outcomes[number].chunks = len(chunks)
-        workers = max(1, min(self.svc.config.llm_concurrency, len(tasks)))
-        with ThreadPoolExecutor(workers, thread_name_prefix="llm") as pool:
-            answers = pool.map(lambda task: self._chunk(targets[task[0]].entry, task[1]), tasks)
-            for (number, _), (ratings, error, usage) in zip(tasks, answers, strict=True):
+        cache = CacheWriter(self.cache)
+        with ThreadPoolExecutor(self.svc.config.llm_concurrency,
+                                thread_name_prefix="llm") as pool:
+            # Chunks are submitted as soon as they are cut, so tokenising overlaps the calls.
+            futures: dict[Future[tuple[dict[str, str], str | None, Usage]], int] = {}
+            for number, target in enumerate(targets):
+                todo = [(f"{self.index}::{d}", ctx) for d, ctx in target.hits
+                        if d not in target.known]
+                outcomes[number].sent = [d for d, _ in target.hits if d not in target.known]
+                if not todo:
+                    continue
+                chunks = llm_chunking.chunk_hits(
+                    self.system, self.template, target.entry.query_text,
+                    target.entry.custom_fields, todo, self.token_limit)
+                outcomes[number].chunks = len(chunks)
+                for chunk in chunks:
+                    futures[pool.submit(self._chunk, target.entry, chunk)] = number
+            for future in as_completed(futures):
+                number = futures[future]
+                ratings, error, usage = future.result()
                 self.usage.add(usage)
                 if error is None:
                     outcomes[number].ratings.update(ratings)
+                    entry = targets[number].entry
+                    cache.add({self.key(entry, d): r for d, r in ratings.items()})
                 else:
                     outcomes[number].errors.append(error)
                     outcomes[number].failed_chunks += 1
-        new = {self.key(t.entry, d): r for t, o in zip(targets, outcomes, strict=True)
-               for d, r in o.ratings.items()}
-        self.cache.store(new)
+        cache.close()
         return outcomes
 
     def _chunk(self, entry: QueryEntry,

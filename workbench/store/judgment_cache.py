@@ -62,7 +62,8 @@ class JudgmentCache:
             {"_index": CACHE_INDEX, "_id": key.doc_id, "_source": self._doc(key, rating)}
             for key, rating in ratings.items()
         )
-        bulk(self.client, actions, refresh=True)
+        # No refresh: lookups are multi-gets, which read in real time.
+        bulk(self.client, actions, chunk_size=2000, max_chunk_bytes=100 * 1024 * 1024)
 
     @staticmethod
     def _doc(key: CacheKey, rating: str) -> dict[str, Any]:

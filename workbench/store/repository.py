@@ -96,15 +96,16 @@ class Repository:
         return int(answer.get("deleted", 0))
 
     # -- reads ---------------------------------------------------------------------------
-    def get_source(self, doc_id: str) -> dict[str, Any] | None:
-        """The stored document, or None."""
-        hit = self.get_hit(doc_id)
+    def get_source(self, doc_id: str, fields: list[str] | None = None) -> dict[str, Any] | None:
+        """The stored document (only ``fields`` when given), or None."""
+        hit = self.get_hit(doc_id, fields)
         return hit["_source"] if hit else None
 
-    def get_hit(self, doc_id: str) -> dict[str, Any] | None:
+    def get_hit(self, doc_id: str, fields: list[str] | None = None) -> dict[str, Any] | None:
         """Realtime get with ``_seq_no``/``_primary_term``, or None."""
+        params = {"_source_includes": ",".join(fields)} if fields else {}
         try:
-            found = self.client.get(index=self.index, id=doc_id)
+            found = self.client.get(index=self.index, id=doc_id, params=params)
         except NotFoundError:
             return None
         return found if found.get("found") else None

@@ -22,10 +22,16 @@ class SearchFailure:
     reason: str
 
 
-def msearch(client: OpenSearch, searches: list[RenderedSearch],
-            batch: int = BATCH) -> list[dict[str, Any] | SearchFailure]:
+# What an evaluation needs of each answer: ids, scores and timing (a fraction of the bytes).
+IDS_ONLY = ("responses.took,responses.status,responses.error,responses.hits.hits._id,"
+            "responses.hits.hits._score")
+
+
+def msearch(client: OpenSearch, searches: list[RenderedSearch], batch: int = BATCH,
+            ids_only: bool = False) -> list[dict[str, Any] | SearchFailure]:
     """Answers in the order of ``searches``. Searches sharing a search pipeline go together,
-    since the pipeline is a parameter of the whole ``_msearch`` request."""
+    since the pipeline is a parameter of the whole ``_msearch`` request. ``ids_only`` asks for
+    hit ids and scores only (no ``_source``), which is all an experiment reads."""
     results: list[dict[str, Any] | SearchFailure | None] = [None] * len(searches)
     by_pipeline: dict[str | None, list[int]] = {}
     for position, search in enumerate(searches):
@@ -35,9 +41,14 @@ def msearch(client: OpenSearch, searches: list[RenderedSearch],
             chunk = positions[start:start + batch]
             lines = []
             for position in chunk:
+                body = searches[position].body
+                if ids_only:
+                    body = {**body, "_source": False}
                 lines.append(json.dumps({"index": searches[position].index}))
-                lines.append(json.dumps(searches[position].body))
+                lines.append(json.dumps(body))
             params = {"search_pipeline": pipeline} if pipeline else {}
+            if ids_only:
+                params["filter_path"] = IDS_ONLY
             answer = client.msearch(body="\n".join(lines) + "\n", params=params,
                                     request_timeout=300)
             for position, response in zip(chunk, answer["responses"], strict=True):

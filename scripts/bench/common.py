@@ -1,0 +1,165 @@
+"""Shared pieces of the benchmarks: the services, the workbench processes, timing and results.
+
+Every benchmark measures a workbench path against a baseline taken in the same run on the same
+machine and reports the ratio; absolute seconds vary from machine to machine, ratios much less.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import statistics
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from opensearchpy import OpenSearch
+
+from tests.support import services
+from tests.support.api import Api
+from tests.support.processes import Server, Worker, base_env
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@dataclass
+class Result:
+    """One measured ratio: ``measured / baseline`` (lower is better unless ``higher_is_better``)."""
+
+    benchmark: str
+    name: str
+    measured: float
+    baseline: float
+    unit: str = "s"
+    target: float | None = None
+    higher_is_better: bool = False
+    details: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def ratio(self) -> float:
+        return self.measured / self.baseline if self.baseline else float("inf")
+
+    @property
+    def met(self) -> bool | None:
+        if self.target is None:
+            return None
+        return self.ratio >= self.target if self.higher_is_better else self.ratio <= self.target
+
+    def as_dict(self) -> dict[str, Any]:
+        out = asdict(self)
+        out.update(ratio=self.ratio, met=self.met)
+        return out
+
+
+class Bench:
+    """The environment one benchmark run shares: services, clients, processes it started."""
+
+    def __init__(self, quick: bool = False) -> None:
+        self.quick = quick
+        self.opensearch_url = services.opensearch_url()
+        self.redis_url = services.redis_url()
+        self.queue = f"bench-{uuid.uuid4().hex[:8]}"
+        self.env = base_env(self.opensearch_url, self.redis_url, WORKBENCH_QUEUE=self.queue,
+                            WORKBENCH_LOG_LEVEL="WARNING")
+        self.client = OpenSearch(hosts=[self.opensearch_url], timeout=600)
+        self._stops: list[Callable[[], None]] = []
+
+    def server(self, workers: int = 2, **env: str) -> Server:
+        srv = Server(dict(self.env, **env), workers=workers)
+        self._stops.append(srv.stop)
+        return srv
+
+    def worker(self, **env: str) -> Worker:
+        wrk = Worker(dict(self.env, **env), queue=env.get("WORKBENCH_QUEUE", self.queue))
+        self._stops.append(wrk.stop)
+        return wrk
+
+    def api(self, server: Server) -> Api:
+        return Api(server.url)
+
+    def close(self) -> None:
+        while self._stops:
+            with contextlib.suppress(Exception):  # tearing down; keep going
+                self._stops.pop()()
+
+
+def timed(fn: Callable[[], Any]) -> tuple[float, Any]:
+    started = time.perf_counter()
+    value = fn()
+    return time.perf_counter() - started, value
+
+
+def median_of(runs: int, fn: Callable[[], Any]) -> float:
+    """Median wall time of ``runs`` calls (the machines are noisy)."""
+    return statistics.median(timed(fn)[0] for _ in range(runs))
+
+
+def peak_rss(pid: int) -> int:
+    """VmHWM of a process: the most resident memory it has had, in bytes."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) * 1024
+    raise RuntimeError(f"no VmHWM for {pid}")
+
+
+def wait_status(api: Api, path: str, done: tuple[str, ...] = ("COMPLETED", "ERROR"),
+                timeout: float = 3600, poll: float = 0.02) -> dict[str, Any]:
+    """Poll an SRW entity until it leaves PROCESSING; fine polling keeps the error small."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        reply = api.srw("GET", path, params={"filter_path": "hits.hits._source.status,"
+                                                            "hits.hits._source.metadata.error"})
+        source = reply.json["hits"]["hits"][0]["_source"]
+        if source["status"] in done:
+            return source
+        time.sleep(poll)
+    raise TimeoutError(path)
+
+
+@contextmanager
+def temp_index(client: OpenSearch, name: str, body: dict[str, Any] | None = None
+               ) -> Iterator[str]:
+    client.indices.delete(index=name, ignore=[404])
+    client.indices.create(index=name, body=body or {})
+    try:
+        yield name
+    finally:
+        client.indices.delete(index=name, ignore=[404])
+
+
+def write_report(results: list[Result], out_dir: Path, meta: dict[str, Any]) -> Path:
+    """``report.json`` (every figure) and ``report.md`` (the table the README quotes)."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / "report.json").write_text(json.dumps(
+        {"meta": meta, "results": [r.as_dict() for r in results]}, indent=2))
+    lines = [
+        f"# Benchmarks ({meta.get('date', '')})", "",
+        f"Machine: {meta.get('machine', '')}. Command: `{meta.get('command', '')}`", "",
+        "| Benchmark | Measurement | Workbench | Baseline | Ratio | Target | Met |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for r in results:
+        target = "" if r.target is None else (f">= {r.target:g}" if r.higher_is_better
+                                              else f"<= {r.target:g}")
+        met = "" if r.met is None else ("yes" if r.met else "**no**")
+        lines.append(f"| {r.benchmark} | {r.name} | {r.measured:.4g} {r.unit} | "
+                     f"{r.baseline:.4g} {r.unit} | {r.ratio:.3f} | {target} | {met} |")
+    notes = [f"- **{r.benchmark} / {r.name}**: " + ", ".join(
+        f"{k} {v}" for k, v in r.details.items()) for r in results if r.details]
+    if notes:
+        lines += ["", "Details:", "", *notes]
+    path = out_dir / "report.md"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def machine() -> str:
+    cores = os.cpu_count()
+    mem = next((line.split()[1] for line in Path("/proc/meminfo").read_text().splitlines()
+                if line.startswith("MemTotal")), "?")
+    return f"{cores} cores, {int(mem) // 1024 // 1024} GiB"

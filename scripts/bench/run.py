@@ -1,0 +1,54 @@
+"""Run the benchmarks and write ``report.md`` and ``report.json``.
+
+    workbench bench [--only ubi,llm,pointwise,passthrough,metrics] [--quick] [--out DIR]
+
+Services come from OPENSEARCH_URL / REDIS_URL or are started as for the tests.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+import time
+from pathlib import Path
+
+from scripts.bench.common import REPO, Bench, Result, machine, write_report
+
+BENCHMARKS = ("metrics", "passthrough", "pointwise", "llm", "ubi")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="workbench bench")
+    parser.add_argument("--only", help="comma-separated subset of " + ", ".join(BENCHMARKS))
+    parser.add_argument("--quick", action="store_true",
+                        help="smaller sizes (a smoke run; figures are less stable)")
+    parser.add_argument("--out", default=str(REPO / "scripts" / "bench" / "results"))
+    args = parser.parse_args(argv)
+    chosen = args.only.split(",") if args.only else list(BENCHMARKS)
+    unknown = set(chosen) - set(BENCHMARKS)
+    if unknown:
+        parser.error(f"unknown benchmark(s): {', '.join(sorted(unknown))}")
+    bench = Bench(quick=args.quick)
+    results: list[Result] = []
+    try:
+        for name in chosen:
+            module = importlib.import_module(f"scripts.bench.{name}")
+            print(f"== {name}", flush=True)
+            for result in module.run(bench):
+                print(f"   {result.name}: {result.measured:.4g} vs {result.baseline:.4g} "
+                      f"{result.unit} -> ratio {result.ratio:.3f}", flush=True)
+                results.append(result)
+    finally:
+        bench.close()
+    command = "workbench bench" + (f" --only {args.only}" if args.only else "") + \
+        (" --quick" if args.quick else "")
+    path = write_report(results, Path(args.out), {
+        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        "machine": machine(), "command": command})
+    print(f"report: {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
