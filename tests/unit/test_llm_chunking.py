@@ -11,10 +11,10 @@ from workbench.judgments.llm_prompt import (
     SCORE0_1,
     context_string,
     hits_json,
-    messages_string,
     system_prompt,
     user_content,
 )
+from workbench.llm.base import messages_string
 
 SYSTEM = system_prompt(SCORE0_1)
 

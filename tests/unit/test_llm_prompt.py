@@ -11,14 +11,13 @@ from workbench.judgments.llm_prompt import (
     SCORE0_1,
     context_string,
     hits_json,
-    json_escape,
-    messages_string,
     response_format,
     system_prompt,
     user_content,
     validate_rating_type,
     validate_template,
 )
+from workbench.llm.base import json_escape, messages_string
 
 HITS_MESSAGE = (
     "Prompt template must include either {{hits}} or {{results}} placeholder to provide "

@@ -21,7 +21,8 @@ from functools import cache
 
 import tiktoken
 
-from workbench.judgments.llm_prompt import hit_object, json_escape, user_content_parts
+from workbench.judgments.llm_prompt import hit_object, user_content_parts
+from workbench.llm.base import json_escape
 
 Hit = tuple[str, str]
 

@@ -67,7 +67,6 @@ _HITS_NAMES = ("hits", "results")
 _REFERENCE_NAMES = ("reference", "referenceAnswer")
 REFERENCE_ANSWER = "referenceAnswer"
 
-_ESCAPES = str.maketrans({"\\": "\\\\", '"': '\\"', "\n": "\\n", "\r": "\\r", "\t": "\\t"})
 _JSON_STRING_ESCAPES: dict[int, str] = {i: f"\\u{i:04X}" for i in range(0x20)}
 _JSON_STRING_ESCAPES.update({
     0x08: "\\b", 0x09: "\\t", 0x0A: "\\n", 0x0C: "\\f", 0x0D: "\\r",
@@ -118,19 +117,6 @@ def validate_rating_type(value: Any) -> str | None:
     return (
         f"Invalid RatingType: '{java_string(value)}'. "
         f"Valid values are: {', '.join(RATING_TYPES)}"
-    )
-
-
-def json_escape(text: str) -> str:
-    """The plugin's escaping (§7.3.3): backslash, quote, LF, CR and tab only — nothing else."""
-    return text.translate(_ESCAPES)
-
-
-def messages_string(system: str, user: str) -> str:
-    """The ``messages`` parameter: an OpenAI-style two-message array, built as a string."""
-    return (
-        f'[{{"role":"system","content":"{json_escape(system)}"}},'
-        f'{{"role":"user","content":"{json_escape(user)}"}}]'
     )
 
 
