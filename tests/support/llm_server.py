@@ -402,18 +402,41 @@ def _words(text: str) -> set[str]:
 def judge(
     system: str, user: str, response_format: dict[str, Any] | None
 ) -> list[dict[str, Any]]:
-    """Rate each hit by the share of query words found in its source text."""
+    """Rate each hit by the share of query words found in its text (``source`` of SRW prompts,
+    ``content`` of the 0-3 rubric). Answers in the shape the request asks for: rubric grades
+    with confidence and justification, ratings with a rationale, or plain rating scores."""
     hits, span = find_hits(user)
     query = _words(find_query(user, span))
     binary = _binary(system, response_format)
+    asked = _item_properties(response_format)
+    rubric = "grade" in asked or (response_format is None and '"grade"' in system)
+    rationale = "rationale" in asked or (response_format is None and "rationale" in system)
     ratings: list[dict[str, Any]] = []
     for hit in hits:
-        source = hit.get("source", "")
+        source = hit.get("source", hit.get("content", ""))
         words = _words(source if isinstance(source, str) else json.dumps(source))
-        score = round(len(query & words) / len(query), 1) if query else 0.0
+        found = len(query & words)
+        score = round(found / len(query), 1) if query else 0.0
+        reason = f"{found} of {len(query)} query words appear in the result."
+        if rubric:
+            ratings.append({"id": hit["id"], "grade": round(score * 3), "confidence": 0.9,
+                            "justification": reason})
+            continue
         value: Any = ("RELEVANT" if score >= 0.5 else "IRRELEVANT") if binary else score
-        ratings.append({"id": hit["id"], "rating_score": value})
+        rating = {"id": hit["id"], "rating_score": value}
+        if rationale:
+            rating["rationale"] = reason
+        ratings.append(rating)
     return ratings
+
+
+def _item_properties(response_format: dict[str, Any] | None) -> set[str]:
+    """Names of the properties a structured-output schema asks for in each rating."""
+    try:
+        schema = (response_format or {})["json_schema"]["schema"]
+        return set(schema["properties"]["ratings"]["items"]["properties"])
+    except (KeyError, TypeError):
+        return set()
 
 
 def _drop(

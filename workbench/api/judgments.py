@@ -6,6 +6,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
+import numpy as np
 from flask import Blueprint, Response, request
 from opensearchpy.exceptions import ConflictError
 
@@ -21,8 +22,9 @@ from workbench.api.srw import (
 from workbench.errors import BadRequest, Conflict, NotFound
 from workbench.javafmt import double_to_string
 from workbench.jobs.queue import enqueue
-from workbench.judgments import summary
+from workbench.judgments import agreement, summary
 from workbench.judgments.create import new_judgment
+from workbench.metrics import relevance_threshold
 from workbench.store.indices import JUDGMENT_INDEX
 from workbench.store.repository import now_iso
 
@@ -191,3 +193,56 @@ def edit_ratings(entity_id: str) -> Response:
     except ConflictError:
         raise Conflict("Judgment was changed concurrently; reload it and edit again") from None
     return json_response({"judgment_id": entity_id, "result": "updated"})
+
+
+def _threshold(body: dict[str, Any], field: str, ratings: list[dict[str, Any]]) -> float:
+    """The given threshold, else the experiments' relevance rule over the list's ratings
+    (max(half the highest rating, the 90th percentile), §8.7)."""
+    value = body.get(field)
+    if value is not None:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise BadRequest(f"{field} must be a number, got: {value}")
+        return float(value)
+    values = [agreement.parse_rating(r.get("rating"), e.get("query", ""), r.get("docId", ""))
+              for e in ratings for r in e.get("ratings") or []]
+    return float(relevance_threshold(np.array(values, dtype=np.float64)))
+
+
+@bp.post("/_compare")
+def compare_judgments() -> Response:
+    """Agreement of a candidate judgment list with a reference list (e.g. an LLM's against
+    people's), over the query-document pairs both rated."""
+    body = json_body()
+    assert body is not None
+    ids = {}
+    for role in ("reference", "candidate"):
+        value = body.get(f"{role}JudgmentId", body.get(role))
+        if not isinstance(value, str) or not value.strip():
+            raise BadRequest(f"{role}JudgmentId is required")
+        ids[role] = value
+    if ids["reference"] == ids["candidate"]:
+        raise BadRequest("A judgment list cannot be compared with itself; give two different "
+                         "judgment ids")
+    repo = repository(JUDGMENT_INDEX)
+    docs = {}
+    for role, judgment_id in ids.items():
+        doc = repo.get_source(judgment_id)
+        if doc is None:
+            raise NotFound(f"Judgment not found: {judgment_id}")
+        if doc.get("status") != "COMPLETED":
+            raise Conflict(f"Judgment [{judgment_id}] is {doc.get('status')}; compare it once it "
+                           "is COMPLETED")
+        docs[role] = doc
+    try:
+        thresholds = {role: _threshold(body, f"{role}Threshold",
+                                       docs[role].get("judgmentRatings") or [])
+                      for role in ids}
+        report = agreement.compare(docs["reference"].get("judgmentRatings") or [],
+                                   docs["candidate"].get("judgmentRatings") or [],
+                                   thresholds["reference"], thresholds["candidate"])
+    except ValueError as exc:
+        raise BadRequest(str(exc)) from exc
+    described = {role: {"id": ids[role], "name": docs[role].get("name"),
+                        "type": docs[role].get("type"), "threshold": thresholds[role]}
+                 for role in ids}
+    return json_response({**described, **report})

@@ -35,6 +35,7 @@ def plugin_settings() -> Stored:
 def install(app: Flask) -> None:
     """Register the SRW blueprints (before the pass-through)."""
     from workbench.api import (
+        evaluate,
         experiments,
         judgments,
         query_sets,
@@ -44,7 +45,7 @@ def install(app: Flask) -> None:
     )
 
     for child in (query_sets.bp, search_configurations.bp, judgments.bp, schedules.bp,
-                  experiments.bp, stats.bp):
+                  experiments.bp, evaluate.bp, stats.bp):
         bp.register_blueprint(child)
     app.register_blueprint(bp)
 

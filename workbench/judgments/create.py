@@ -13,14 +13,15 @@ from typing import Any
 from opensearchpy import OpenSearch
 
 from workbench.errors import BadRequest, NotFound
-from workbench.judgments import imported, llm_prompt
+from workbench.judgments import imported, llm_prompt, reference
 from workbench.judgments.ubi import CLICK_MODELS
+from workbench.querysets.entries import read_entries
 from workbench.schemas.text import DESCRIPTION_LIMIT, NAME_LIMIT, text_error
 from workbench.store import ubi_events
 from workbench.store.indices import JUDGMENT_INDEX, QUERY_SET_INDEX, SEARCH_CONFIG_INDEX
 from workbench.store.repository import Repository, new_id, now_iso
 
-TYPES = ("LLM_JUDGMENT", "UBI_JUDGMENT", "IMPORT_JUDGMENT")
+TYPES = ("LLM_JUDGMENT", "UBI_JUDGMENT", "IMPORT_JUDGMENT", "REFERENCE_JUDGMENT")
 MAX_EXISTING = 5
 _DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 
@@ -135,6 +136,7 @@ def _llm_metadata(client: OpenSearch, body: dict[str, Any]) -> dict[str, Any]:
     context_fields = _string_list(body, "contextFields")
     ignore_failure = _bool(body, "ignoreFailure", False)
     overwrite_cache = _bool(body, "overwriteCache", False)
+    include_rationale = _bool(body, "includeRationale", False)
 
     referenced(client, QUERY_SET_INDEX, body.get("querySetId"), "QuerySet")
     config_ids = body.get("searchConfigurationList")
@@ -162,6 +164,8 @@ def _llm_metadata(client: OpenSearch, body: dict[str, Any]) -> dict[str, Any]:
         metadata["existingJudgments"] = existing
     if overwrite_cache:
         metadata["overwriteCache"] = True
+    if include_rationale:
+        metadata["includeRationale"] = True
     return metadata
 
 
@@ -213,6 +217,32 @@ def _ubi_metadata(client: OpenSearch, body: dict[str, Any]) -> dict[str, Any]:
             "ubiEventsIndex": index}
 
 
+def _reference_metadata(client: OpenSearch, body: dict[str, Any]) -> dict[str, Any]:
+    judge = body.get("judge")
+    if judge is None:
+        raise BadRequest("judge is required for REFERENCE_JUDGMENT")
+    if judge not in reference.JUDGES:
+        raise BadRequest(f"Unknown judge [{judge}]; use one of: {', '.join(reference.JUDGES)}")
+    threshold = body.get("threshold", reference.DEFAULT_THRESHOLDS[judge])
+    if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) \
+            or not 0 <= threshold <= 1:
+        raise BadRequest(f"threshold must be a number between 0 and 1, got: {threshold}")
+    size = _positive_int(body, "size", 10)
+    context_fields = _string_list(body, "contextFields")
+    query_set = referenced(client, QUERY_SET_INDEX, body.get("querySetId"), "QuerySet")
+    missing = sum(1 for e in read_entries(query_set) if not e.reference_answer)
+    if missing:
+        raise BadRequest(f"QuerySet [{body['querySetId']}] has {missing} queries without a "
+                         f"referenceAnswer; the {judge} judge compares results with it")
+    config_ids = body.get("searchConfigurationList")
+    if not isinstance(config_ids, list) or not config_ids:
+        raise BadRequest("searchConfigurationList is required for REFERENCE_JUDGMENT")
+    for config_id in config_ids:
+        referenced(client, SEARCH_CONFIG_INDEX, config_id, "SearchConfiguration")
+    return {"judge": judge, "threshold": float(threshold), "querySetId": body["querySetId"],
+            "searchConfigurationList": config_ids, "size": size, "contextFields": context_fields}
+
+
 def new_judgment(client: OpenSearch, body: dict[str, Any]) -> dict[str, Any]:
     """The PROCESSING document for a valid request; raises a 4xx for an invalid one."""
     name = body.get("name")
@@ -233,6 +263,8 @@ def new_judgment(client: OpenSearch, body: dict[str, Any]) -> dict[str, Any]:
         metadata = _llm_metadata(client, body)
     elif judgment_type == "UBI_JUDGMENT":
         metadata = _ubi_metadata(client, body)
+    elif judgment_type == "REFERENCE_JUDGMENT":
+        metadata = _reference_metadata(client, body)
     else:
         metadata = {"judgmentRatings": imported.build(body.get("judgmentRatings"))}
     assert isinstance(name, str)

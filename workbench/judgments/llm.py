@@ -15,6 +15,7 @@ from typing import Any
 
 from workbench.jobs.base import JobFailed
 from workbench.judgments import llm_chunking, llm_parse, llm_prompt, summary
+from workbench.judgments.retrieval import Target, load, retrieve
 from workbench.llm.base import ChatModel, ChatRequest, LLMError
 from workbench.llm.registry import resolve
 from workbench.querysets.entries import QueryEntry, read_entries
@@ -22,27 +23,28 @@ from workbench.services import Services
 from workbench.store.indices import JUDGMENT_INDEX, QUERY_SET_INDEX, SEARCH_CONFIG_INDEX
 from workbench.store.judgment_cache import CacheKey, JudgmentCache, prompt_code
 from workbench.store.repository import Repository
-from workbench.store.search import SearchFailure, msearch
-from workbench.store.search_render import render
 
 log = logging.getLogger(__name__)
 
-Hit = tuple[str, str]  # (docId, context string)
+RATIONALE_INSTRUCTION = (
+    " For every hit also give a short \"rationale\": one sentence saying why it got its rating,"
+    " as a \"rationale\" string next to \"rating_score\"."
+)
 
 
-@dataclass
-class Target:
-    """One query to judge: the documents to rate and what is already known about them."""
-
-    entry: QueryEntry
-    hits: list[Hit] = field(default_factory=list)
-    known: dict[str, str] = field(default_factory=dict)  # reused or cached ratings
-    search_error: str | None = None
+def response_format_with_rationale(rating_type: str) -> dict[str, Any]:
+    """The §7.4.1 schema with a required ``rationale`` string in each rating."""
+    schema = llm_prompt.response_format(rating_type)
+    item = schema["json_schema"]["schema"]["properties"]["ratings"]["items"]
+    item["properties"]["rationale"] = {"type": "string"}
+    item["required"] = [*item["required"], "rationale"]
+    return schema
 
 
 @dataclass
 class Outcome:
     ratings: dict[str, str] = field(default_factory=dict)
+    rationales: dict[str, str] = field(default_factory=dict)
     sent: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
     chunks: int = 0
@@ -77,17 +79,20 @@ class Usage:
                    int(value.get("reusedRatings", 0)))
 
 
+ChunkAnswer = tuple[dict[str, str], dict[str, str], str | None, Usage]
+
+
 class CacheWriter:
     """Writes new ratings to the judgment cache in the background while other calls run."""
 
     def __init__(self, cache: JudgmentCache, batch: int = 200) -> None:
         self.cache = cache
         self.batch = batch
-        self.buffer: dict[CacheKey, str] = {}
+        self.buffer: dict[CacheKey, dict[str, Any]] = {}
         self.pool = ThreadPoolExecutor(1, thread_name_prefix="cache")
         self.pending: list[Future[None]] = []
 
-    def add(self, ratings: dict[CacheKey, str]) -> None:
+    def add(self, ratings: dict[CacheKey, dict[str, Any]]) -> None:
         self.buffer.update(ratings)
         if len(self.buffer) >= self.batch:
             self._send()
@@ -122,8 +127,11 @@ class Judge:
         self.model: ChatModel = resolve(self.model_id, svc.config, svc.models)
         self.cache = JudgmentCache(svc.client)
         self.read_cache = not metadata.get("overwriteCache", False)
-        self.prompt = prompt_code(self.template, self.rating_type)
-        self.system = llm_prompt.system_prompt(self.rating_type)
+        self.rationale = bool(metadata.get("includeRationale"))
+        suffix = "+rationale" if self.rationale else ""
+        self.prompt = prompt_code(self.template, self.rating_type + suffix)
+        self.system = llm_prompt.system_prompt(self.rating_type) + (
+            RATIONALE_INSTRUCTION if self.rationale else "")
         self.usage = Usage()
 
     def key(self, entry: QueryEntry, doc_id: str) -> CacheKey:
@@ -136,9 +144,11 @@ class Judge:
             return
         wanted = {self.key(t.entry, doc_id): (t, doc_id)
                   for t in targets for doc_id, _ in t.hits if doc_id not in t.known}
-        for key, rating in self.cache.lookup(list(wanted)).items():
+        for key, cached in self.cache.entries(list(wanted)).items():
             target, doc_id = wanted[key]
-            target.known[doc_id] = rating
+            target.known[doc_id] = str(cached["rating"])
+            if cached.get("rationale"):
+                target.rationales[doc_id] = str(cached["rationale"])
             self.usage.cached_ratings += 1
 
     def rate(self, targets: list[Target]) -> list[Outcome]:
@@ -148,7 +158,7 @@ class Judge:
         with ThreadPoolExecutor(self.svc.config.llm_concurrency,
                                 thread_name_prefix="llm") as pool:
             # Chunks are submitted as soon as they are cut, so tokenising overlaps the calls.
-            futures: dict[Future[tuple[dict[str, str], str | None, Usage]], int] = {}
+            futures: dict[Future[ChunkAnswer], int] = {}
             for number, target in enumerate(targets):
                 todo = [(f"{self.index}::{d}", ctx) for d, ctx in target.hits
                         if d not in target.known]
@@ -163,27 +173,30 @@ class Judge:
                     futures[pool.submit(self._chunk, target.entry, chunk)] = number
             for future in as_completed(futures):
                 number = futures[future]
-                ratings, error, usage = future.result()
+                ratings, rationales, error, usage = future.result()
                 self.usage.add(usage)
                 if error is None:
                     outcomes[number].ratings.update(ratings)
+                    outcomes[number].rationales.update(rationales)
                     entry = targets[number].entry
-                    cache.add({self.key(entry, d): r for d, r in ratings.items()})
+                    cache.add({self.key(entry, d): {"rating": r, "rationale": rationales.get(d)}
+                               for d, r in ratings.items()})
                 else:
                     outcomes[number].errors.append(error)
                     outcomes[number].failed_chunks += 1
         cache.close()
         return outcomes
 
-    def _chunk(self, entry: QueryEntry,
-               chunk: list[tuple[str, str]]) -> tuple[dict[str, str], str | None, Usage]:
+    def _chunk(self, entry: QueryEntry, chunk: list[tuple[str, str]]) -> ChunkAnswer:
         """One chunk: structured output first, then once without it (§7.4.1)."""
         usage = Usage()
         user = llm_prompt.user_content(self.template, entry.query_text, entry.custom_fields,
                                        llm_prompt.hits_json(chunk))
         allowed = {composite.split("::", 1)[1] for composite, _ in chunk}
         error = ""
-        for response_format in (llm_prompt.response_format(self.rating_type), None):
+        structured = (response_format_with_rationale(self.rating_type) if self.rationale
+                      else llm_prompt.response_format(self.rating_type))
+        for response_format in (structured, None):
             try:
                 result = self.model.chat(ChatRequest(self.system, user, response_format))
             except LLMError as exc:
@@ -201,63 +214,35 @@ class Judge:
                 error = f"could not read the answer of model {self.model_id}: {exc}"
                 continue
             if ratings:
-                return ratings, None, usage
+                rationales = (llm_parse.parse_rationales(result.text, set(ratings))
+                              if self.rationale else {})
+                return ratings, rationales, None, usage
             error = f"model {self.model_id} returned no usable ratings"
-        return {}, error, usage
-
-
-def _load(svc: Services, index: str, entity_id: str, label: str) -> dict[str, Any]:
-    source = Repository(svc.client, index).get_source(entity_id)
-    if source is None:
-        raise JobFailed(f"{label} [{entity_id}] does not exist")
-    return source
+        return {}, {}, error, usage
 
 
 def _existing_ratings(svc: Services, ids: list[str]) -> list[dict[str, dict[str, str]]]:
     """query key -> docId -> rating, per reused judgment, in the order given."""
     out = []
     for judgment_id in ids:
-        doc = _load(svc, JUDGMENT_INDEX, judgment_id, "Judgment")
+        doc = load(svc, JUDGMENT_INDEX, judgment_id, "Judgment")
         out.append({e["query"]: {r["docId"]: str(r["rating"]) for r in e.get("ratings") or []}
                     for e in doc.get("judgmentRatings") or []})
     return out
 
 
-def _context(source: dict[str, Any], context_fields: list[str]) -> str:
-    return llm_prompt.context_string(source, context_fields)
-
-
-def _retrieve(svc: Services, entries: list[QueryEntry], configs: list[dict[str, Any]],
-              size: int, context_fields: list[str]) -> list[Target]:
-    """Top ``size`` hits per query per configuration (one ``_msearch`` per batch), deduplicated
-    by id across configurations: configuration order, then rank."""
-    targets = [Target(entry) for entry in entries]
-    searches, owners = [], []
-    for number, entry in enumerate(entries):
-        for config in configs:
-            try:
-                searches.append(render(config, entry.query_text, size, entry.custom_fields))
-                owners.append(number)
-            except Exception as exc:  # noqa: BLE001 - a query that cannot be rendered fails alone
-                targets[number].search_error = str(exc)
-    answers = msearch(svc.client, searches) if searches else []
-    failed: dict[int, list[str]] = {}
-    tried: dict[int, int] = {}
-    for number, answer in zip(owners, answers, strict=True):
-        tried[number] = tried.get(number, 0) + 1
-        if isinstance(answer, SearchFailure):
-            failed.setdefault(number, []).append(answer.reason)
-            continue
-        seen = {d for d, _ in targets[number].hits}
-        for hit in answer["hits"]["hits"]:
-            if hit["_id"] not in seen:
-                seen.add(hit["_id"])
-                targets[number].hits.append((hit["_id"],
-                                             _context(hit.get("_source") or {}, context_fields)))
-    for number, reasons in failed.items():
-        if len(reasons) == tried.get(number, 0):
-            targets[number].search_error = "; ".join(reasons)
-    return targets
+def rating_entries(target: Target, outcome: Outcome) -> list[dict[str, Any]]:
+    """``{"docId", "rating"[, "rationale"]}`` for every rated hit, in hit order."""
+    rated = {**target.known, **outcome.ratings}
+    reasons = {**target.rationales, **outcome.rationales}
+    out = []
+    for doc_id, _ in target.hits:
+        if doc_id in rated:
+            item = {"docId": doc_id, "rating": rated[doc_id]}
+            if doc_id in reasons:
+                item["rationale"] = reasons[doc_id]
+            out.append(item)
+    return out
 
 
 def _assemble(targets: list[Target], outcomes: list[Outcome],
@@ -271,11 +256,8 @@ def _assemble(targets: list[Target], outcomes: list[Outcome],
         if outcome.chunks and outcome.failed_chunks == outcome.chunks:
             failed, reason = failed + 1, outcome.errors[-1]
             continue
-        rated = {**target.known, **outcome.ratings}
-        entry: dict[str, Any] = {
-            "query": target.entry.key,
-            "ratings": [{"docId": d, "rating": rated[d]} for d, _ in target.hits if d in rated],
-        }
+        entry: dict[str, Any] = {"query": target.entry.key,
+                                 "ratings": rating_entries(target, outcome)}
         missing = [d for d in outcome.sent if d not in outcome.ratings]
         if missing:
             entry["failures"] = [{"docId": d} for d in missing]
@@ -285,13 +267,13 @@ def _assemble(targets: list[Target], outcomes: list[Outcome],
 
 def generate(svc: Services, judgment_id: str,
              metadata: dict[str, Any]) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    query_set = _load(svc, QUERY_SET_INDEX, metadata["querySetId"], "QuerySet")
-    configs = [_load(svc, SEARCH_CONFIG_INDEX, c, "SearchConfiguration")
+    query_set = load(svc, QUERY_SET_INDEX, metadata["querySetId"], "QuerySet")
+    configs = [load(svc, SEARCH_CONFIG_INDEX, c, "SearchConfiguration")
                for c in metadata["searchConfigurationList"]]
     entries = read_entries(query_set)
     judge = Judge(svc, metadata, configs[0]["index"])
-    targets = _retrieve(svc, entries, configs, int(metadata.get("size", 10)),
-                        judge.context_fields)
+    targets = retrieve(svc, entries, configs, int(metadata.get("size", 10)),
+                       lambda source: llm_prompt.context_string(source, judge.context_fields))
     for reused in _existing_ratings(svc, list(metadata.get("existingJudgments") or [])):
         for target in targets:
             for doc_id, rating in (reused.get(target.entry.key) or {}).items():
@@ -319,7 +301,7 @@ def retry_failed(svc: Services,
     """Rate again the documents listed in ``failures`` and merge the answers (§7.7)."""
     metadata = doc.get("metadata") or {}
     config_ids = metadata.get("searchConfigurationList") or []
-    config = _load(svc, SEARCH_CONFIG_INDEX, config_ids[0], "SearchConfiguration")
+    config = load(svc, SEARCH_CONFIG_INDEX, config_ids[0], "SearchConfiguration")
     index = config["index"]
     entries = doc.get("judgmentRatings") or []
     wanted = sorted({f["docId"] for e in entries for f in e.get("failures") or []})
@@ -342,16 +324,15 @@ def retry_failed(svc: Services,
             continue
         query_entry = by_key.get(entry["query"]) or read_entries(
             {"querySetQueries": [{"queryText": entry["query"]}]})[0]
-        targets.append(Target(query_entry, [(d, _context(sources[d], context_fields))
-                                            for d in failures]))
+        contexts = [(d, llm_prompt.context_string(sources[d], context_fields)) for d in failures]
+        targets.append(Target(query_entry, contexts))
         owners.append(number)
     judge.use_cache(targets)
     outcomes = judge.rate(targets)
     for number, target, outcome in zip(owners, targets, outcomes, strict=True):
         entry = entries[number]
         rated = {**target.known, **outcome.ratings}
-        entry["ratings"] = list(entry.get("ratings") or []) + [
-            {"docId": d, "rating": rated[d]} for d, _ in target.hits if d in rated]
+        entry["ratings"] = list(entry.get("ratings") or []) + rating_entries(target, outcome)
         still = [{"docId": d} for d, _ in target.hits if d not in rated]
         if still:
             entry["failures"] = still

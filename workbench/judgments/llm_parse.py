@@ -147,3 +147,17 @@ def parse_ratings(text: str, rating_type: str, allowed_ids: set[str]) -> dict[st
         if doc_id is not None and rating is not None:
             ratings[doc_id] = rating
     return ratings
+
+
+def parse_rationales(text: str, doc_ids: set[str]) -> dict[str, str]:
+    """The ``rationale`` given for each of ``doc_ids`` (asked for with ``includeRationale``);
+    elements without one are left out."""
+    out: dict[str, str] = {}
+    for element in rating_elements(text):
+        if not isinstance(element, dict):
+            continue
+        doc_id = _doc_id(element.get("id"), doc_ids)
+        reason = element.get("rationale")
+        if doc_id is not None and isinstance(reason, str) and reason.strip():
+            out[doc_id] = reason.strip()
+    return out

@@ -12,7 +12,7 @@ from typing import Any
 
 from opensearchpy.exceptions import ConflictError, NotFoundError
 
-from workbench.judgments import imported, llm, ubi
+from workbench.judgments import imported, llm, reference_job, ubi
 from workbench.services import Services
 from workbench.store.indices import JUDGMENT_INDEX
 from workbench.store.repository import Repository
@@ -37,13 +37,16 @@ def generate(svc: Services, judgment_id: str) -> None:
         log.info("judgment %s is not PROCESSING (deleted or done); nothing to do", judgment_id)
         return
     doc = hit["_source"]
-    svc.record_event(EVENTS[doc["type"]])
+    if doc["type"] in EVENTS:  # the plugin's counters know only its own three types
+        svc.record_event(EVENTS[doc["type"]])
     metadata = doc.get("metadata") or {}
     if doc["type"] == "IMPORT_JUDGMENT":
         ratings = imported.build(metadata.get("judgmentRatings"))
         metadata = {}
     elif doc["type"] == "UBI_JUDGMENT":
         ratings = ubi.generate(svc.client, metadata)
+    elif doc["type"] == "REFERENCE_JUDGMENT":
+        ratings, metadata = reference_job.generate(svc, metadata)
     else:
         ratings, metadata = llm.generate(svc, judgment_id, metadata)
     write(repo, hit, {"status": "COMPLETED", "metadata": metadata, "judgmentRatings": ratings})

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -44,36 +45,44 @@ class JudgmentCache:
         self.client = client
 
     def lookup(self, keys: list[CacheKey]) -> dict[CacheKey, str]:
-        """The cached rating of every key that has one (one multi-get per 1000 keys)."""
-        found: dict[CacheKey, str] = {}
+        """The cached rating of every key that has one."""
+        return {key: str(doc["rating"]) for key, doc in self.entries(keys).items()}
+
+    def entries(self, keys: list[CacheKey]) -> dict[CacheKey, dict[str, Any]]:
+        """The cached entry (rating and any ``rationale``/``confidence``) of every key that has
+        one, with one multi-get per 1000 keys."""
+        found: dict[CacheKey, dict[str, Any]] = {}
         for start in range(0, len(keys), 1000):
             chunk = keys[start:start + 1000]
             answer = self.client.mget(index=CACHE_INDEX,
                                       body={"ids": [k.doc_id for k in chunk]})
             for key, doc in zip(chunk, answer["docs"], strict=True):
                 if doc.get("found"):
-                    found[key] = str(doc["_source"]["rating"])
+                    found[key] = doc["_source"]
         return found
 
-    def store(self, ratings: dict[CacheKey, str]) -> None:
+    def store(self, ratings: Mapping[CacheKey, str | dict[str, Any]]) -> None:
+        """Write ratings: a rating string, or a dict with ``rating`` and optional
+        ``rationale``/``confidence``."""
         if not ratings:
             return
         actions = (
-            {"_index": CACHE_INDEX, "_id": key.doc_id, "_source": self._doc(key, rating)}
-            for key, rating in ratings.items()
+            {"_index": CACHE_INDEX, "_id": key.doc_id, "_source": self._doc(key, value)}
+            for key, value in ratings.items()
         )
         # No refresh: lookups are multi-gets, which read in real time.
         bulk(self.client, actions, chunk_size=2000, max_chunk_bytes=100 * 1024 * 1024)
 
     @staticmethod
-    def _doc(key: CacheKey, rating: str) -> dict[str, Any]:
+    def _doc(key: CacheKey, value: str | dict[str, Any]) -> dict[str, Any]:
+        details = value if isinstance(value, dict) else {"rating": value}
         return {
             "id": key.doc_id,
             "timestamp": now_iso(),
             "queryText": key.query,
             "documentId": key.document,
             "contextFieldsStr": ",".join(sorted(key.context_fields)),
-            "rating": rating,
             "modelId": key.model_id,
             "promptTemplateCode": key.prompt,
+            **{k: v for k, v in details.items() if v is not None},
         }
