@@ -35,7 +35,7 @@ def create_app(config: Config | None = None) -> Flask:
     """Build the WSGI app. Services connect lazily, so this never blocks on the cluster."""
     config = config or Config.from_env()
     setup_logging(config.log_level)
-    app = Flask("workbench")
+    app = Flask("workbench", static_folder=None)  # no /static route: that path is the cluster's
     app.config["MAX_CONTENT_LENGTH"] = config.max_request_bytes
     app.url_map.strict_slashes = False
     app.url_map.merge_slashes = False

@@ -231,3 +231,12 @@ def test_status_codes_are_untouched(server, opensearch_url) -> None:
         via, ref = raw(server.url, method, target), raw(opensearch_url, method, target)
         assert via.status == ref.status == status, target
         assert via.data == ref.data
+
+
+def test_an_index_named_static_is_the_clusters(client: OpenSearch, direct: OpenSearch) -> None:
+    direct.indices.create(index="static", ignore=400)
+    try:
+        direct.index(index="static", id="1", body={"a": 1}, refresh=True)
+        assert client.get(index="static", id="1")["_source"] == {"a": 1}
+    finally:
+        direct.indices.delete(index="static", ignore=[404])

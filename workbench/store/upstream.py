@@ -65,6 +65,9 @@ class Upstream:
             "block": False,
             "retries": False,
             "timeout": urllib3.Timeout(connect=10.0, read=config.opensearch_timeout),
+            # Request bodies go out in CHUNK-sized sends (urllib3 reads 16 KiB at a time by
+            # default): a typical _bulk body is then one send, not two or more.
+            "blocksize": CHUNK,
         }
         if parts.scheme == "https":
             if config.opensearch_verify_certs:
