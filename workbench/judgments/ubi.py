@@ -6,6 +6,7 @@ by EM on the same counts. Both read only aggregated counts (``store.ubi_events``
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
@@ -52,13 +53,18 @@ def generate(client: OpenSearch, metadata: dict[str, Any]) -> list[dict[str, Any
     query = ubi_events.event_filter(max_rank, metadata.get("startDate") or None,
                                     metadata.get("endDate") or None)
     pairs = _Pairs()
-    for cell in ubi_events.cells(client, index, query):
-        pairs.add(cell)
+    with ThreadPoolExecutor(1) as pool:
+        # COEC's rank click-through rates are asked for while the cells are paged through, so
+        # the cluster works on both at once.
+        rank_counts = pool.submit(ubi_events.rank_counts, client, index, query, max_rank) \
+            if model == "coec" else None
+        for cell in ubi_events.cells(client, index, query):
+            pairs.add(cell)
+        rates = rank_counts.result() if rank_counts else None
     if not pairs.index:
         return []
-    if model == "coec":
-        clicks_by_rank, impressions_by_rank = ubi_events.rank_counts(client, index, query,
-                                                                     max_rank)
+    if rates is not None:
+        clicks_by_rank, impressions_by_rank = rates
         ctr = click_models.rank_ctr(clicks_by_rank, impressions_by_rank, max_rank)
         ratings = click_models.coec(ctr, np.array(pairs.clicks), np.array(pairs.impressions),
                                     np.array(pairs.best_rank))

@@ -95,8 +95,16 @@ def cells(client: OpenSearch, index: str, query: dict[str, Any]) -> Iterator[Cel
 
     Events lacking ``user_query``, the object id or the rank are left out (composite sources
     skip documents without a value); a cell seen only through other actions has 0/0 counts.
+
+    The action is the composite's last source (events without one fall in its ``missing``
+    bucket, so they still make their cell) rather than a terms sub-aggregation per cell: the
+    cluster then needs no second pass over the cell's events, which halves its time. A cell's
+    action buckets are consecutive, possibly across two pages, and are summed here. A page with
+    fewer than ``PAGE`` buckets is the last one, so no request is spent on an empty page.
     """
     after: dict[str, Any] | None = None
+    current: tuple[Any, Any, Any] | None = None
+    clicks = impressions = 0
     while True:
         composite: dict[str, Any] = {
             "size": PAGE,
@@ -104,29 +112,32 @@ def cells(client: OpenSearch, index: str, query: dict[str, Any]) -> Iterator[Cel
                 {"q": {"terms": {"field": "user_query"}}},
                 {"d": {"terms": {"field": OBJECT_ID}}},
                 {"r": {"terms": {"field": ORDINAL}}},
+                {"a": {"terms": {"field": "action_name", "missing_bucket": True}}},
             ],
         }
         if after:
             composite["after"] = after
-        body = {
-            "size": 0,
-            "query": query,
-            "aggs": {"cells": {
-                "composite": composite,
-                "aggs": {"actions": {"terms": {"field": "action_name", "size": 100}}},
-            }},
-        }
+        body = {"size": 0, "query": query, "aggs": {"cells": {"composite": composite}}}
         page = client.search(index=index, body=body, request_timeout=300)["aggregations"]["cells"]
-        for bucket in page["buckets"]:
-            clicks = impressions = 0
-            for action in bucket["actions"]["buckets"]:
-                name = str(action["key"]).lower()
-                if name == "click":
-                    clicks += int(action["doc_count"])
-                elif name == "impression":
-                    impressions += int(action["doc_count"])
+        buckets = page["buckets"]
+        for bucket in buckets:
             key = bucket["key"]
-            yield Cell(str(key["q"]), str(key["d"]), int(key["r"]), clicks, impressions)
+            cell = (key["q"], key["d"], key["r"])
+            if cell != current:
+                if current is not None:
+                    yield _cell(current, clicks, impressions)
+                current, clicks, impressions = cell, 0, 0
+            name = str(key["a"]).lower() if key["a"] is not None else None
+            if name == "click":
+                clicks += int(bucket["doc_count"])
+            elif name == "impression":
+                impressions += int(bucket["doc_count"])
         after = page.get("after_key")
-        if not page["buckets"] or after is None:
-            return
+        if len(buckets) < PAGE or after is None:
+            break
+    if current is not None:
+        yield _cell(current, clicks, impressions)
+
+
+def _cell(key: tuple[Any, Any, Any], clicks: int, impressions: int) -> Cell:
+    return Cell(str(key[0]), str(key[1]), int(key[2]), clicks, impressions)
