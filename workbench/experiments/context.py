@@ -153,9 +153,10 @@ class Writer:
     def add(self, index: str, doc: dict[str, Any]) -> None:
         self.actions.append({"_index": index, "_id": doc["id"], "_source": doc})
         if len(self.actions) >= self.batch:
-            self._send()
+            self.send()
 
-    def _send(self) -> None:
+    def send(self) -> None:
+        """Hand what is buffered to the background writer now."""
         if self.actions:
             actions, self.actions = self.actions, []
             self.pending.append(self.pool.submit(
@@ -164,7 +165,7 @@ class Writer:
 
     def flush(self, refresh: bool = False) -> None:
         """Wait for every write (raising the first failure), then refresh once."""
-        self._send()
+        self.send()
         try:
             for future in self.pending:
                 future.result()

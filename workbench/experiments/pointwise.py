@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from workbench.experiments.context import RunContext, Writer, stable_id
-from workbench.experiments.searching import run_searches
+from workbench.experiments.searching import stream_searches
 from workbench.metrics import evaluate_many, round_metric
 from workbench.store.indices import EVALUATION_INDEX, VARIANT_INDEX
 from workbench.store.repository import now_iso
@@ -27,34 +27,35 @@ def metrics_docs(lists: list[tuple[list[str], dict[str, float]]],
 
 def run(ctx: RunContext, writer: Writer) -> list[dict[str, Any]]:
     pairs = [(entry, config) for entry in ctx.entries for config in ctx.configs]
-    answers = run_searches(ctx, pairs)
-    scored = metrics_docs([(doc_ids, ctx.ratings(entry)) for (entry, _), (doc_ids, _) in
-                           zip(pairs, answers, strict=True) if doc_ids], ctx.size)
-    metrics_of = iter(scored)
-    results: list[dict[str, Any]] = []
+    results: list[dict[str, Any]] = [{} for _ in pairs]
     run_id = ctx.run_id or ""
-    for number, ((entry, (config_id, config)), (doc_ids, took)) in enumerate(
-            zip(pairs, answers, strict=True)):
-        position = str(number // len(ctx.configs))
-        variant_id = stable_id(ctx.experiment_id, run_id, "variant", config_id, position)
-        variant: dict[str, Any] = {
-            "id": variant_id, "timestamp": now_iso(), "type": TYPE, "status": "COMPLETED",
-            "experimentId": ctx.experiment_id,
-            "parameters": {"searchConfigId": config_id,
-                           "searchPipeline": config.get("searchPipeline") or ""},
-        }
-        if not doc_ids:
-            variant["results"] = {"evaluationResultId": None, "details": "no search hits found",
-                                  "took": took}
+    for batch in stream_searches(ctx, pairs):
+        scored = iter(metrics_docs([(doc_ids, ctx.ratings(pairs[position][0]))
+                                    for position, (doc_ids, _) in batch if doc_ids], ctx.size))
+        for position, (doc_ids, took) in batch:
+            entry, (config_id, config) = pairs[position]
+            query_number = str(position // len(ctx.configs))
+            variant_id = stable_id(ctx.experiment_id, run_id, "variant", config_id,
+                                   query_number)
+            variant: dict[str, Any] = {
+                "id": variant_id, "timestamp": now_iso(), "type": TYPE, "status": "COMPLETED",
+                "experimentId": ctx.experiment_id,
+                "parameters": {"searchConfigId": config_id,
+                               "searchPipeline": config.get("searchPipeline") or ""},
+            }
+            if not doc_ids:
+                variant["results"] = {"evaluationResultId": None,
+                                      "details": "no search hits found", "took": took}
+                writer.add(VARIANT_INDEX, variant)
+                results[position] = {"queryText": entry.query_text}
+                continue
+            evaluation_id = stable_id(ctx.experiment_id, run_id, "evaluation", config_id,
+                                      query_number)
+            writer.add(EVALUATION_INDEX, ctx.evaluation_doc(
+                evaluation_id, config_id, entry, doc_ids, next(scored), variant_id, None, took))
+            variant["results"] = {"evaluationResultId": evaluation_id}
             writer.add(VARIANT_INDEX, variant)
-            results.append({"queryText": entry.query_text})
-            continue
-        evaluation_id = stable_id(ctx.experiment_id, run_id, "evaluation", config_id, position)
-        metrics = next(metrics_of)
-        writer.add(EVALUATION_INDEX, ctx.evaluation_doc(
-            evaluation_id, config_id, entry, doc_ids, metrics, variant_id, None, took))
-        variant["results"] = {"evaluationResultId": evaluation_id}
-        writer.add(VARIANT_INDEX, variant)
-        results.append({"evaluationId": evaluation_id, "searchConfigurationId": config_id,
-                        "queryText": entry.query_text})
+            results[position] = {"evaluationId": evaluation_id, "searchConfigurationId": config_id,
+                                 "queryText": entry.query_text}
+        writer.send()  # written while the next batch is searched
     return results

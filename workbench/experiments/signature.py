@@ -36,8 +36,10 @@ def _query(text: str) -> Any:
 
 
 def _judgment_rows(doc: dict[str, Any]) -> list[Any]:
-    """One judgment: rows sorted by query, each row's ratings in canonical order."""
-    rows = [{"query": r.get("query"), "ratings": sorted((r.get("ratings") or []), key=canonical)}
+    """One judgment: rows sorted by query, each row's ratings sorted by (docId, rating)."""
+    rows = [{"query": r.get("query"),
+             "ratings": sorted((r.get("ratings") or []),
+                               key=lambda x: (str(x.get("docId")), str(x.get("rating"))))}
             for r in doc.get("judgmentRatings") or []]
     return sorted(rows, key=lambda row: str(row["query"]))
 

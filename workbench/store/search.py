@@ -4,6 +4,8 @@ query), as judgments and experiments need."""
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,33 +29,53 @@ IDS_ONLY = ("responses.took,responses.status,responses.error,responses.hits.hits
             "responses.hits.hits._score")
 
 
+Answer = dict[str, Any] | SearchFailure
+
+
 def msearch(client: OpenSearch, searches: list[RenderedSearch], batch: int = BATCH,
-            ids_only: bool = False) -> list[dict[str, Any] | SearchFailure]:
-    """Answers in the order of ``searches``. Searches sharing a search pipeline go together,
-    since the pipeline is a parameter of the whole ``_msearch`` request. ``ids_only`` asks for
-    hit ids and scores only (no ``_source``), which is all an experiment reads."""
-    results: list[dict[str, Any] | SearchFailure | None] = [None] * len(searches)
+            ids_only: bool = False) -> list[Answer]:
+    """Answers in the order of ``searches``. ``ids_only`` asks for hit ids and scores only (no
+    ``_source``), which is all an experiment reads."""
+    results: list[Answer | None] = [None] * len(searches)
+    for positions, answers in msearch_batches(client, searches, batch, ids_only):
+        for position, answer in zip(positions, answers, strict=True):
+            results[position] = answer
+    return [r for r in results if r is not None]
+
+
+def msearch_batches(client: OpenSearch, searches: list[RenderedSearch], batch: int = BATCH,
+                    ids_only: bool = False) -> Iterator[tuple[list[int], list[Answer]]]:
+    """(positions, answers) one ``_msearch`` at a time; the next request is already on its way
+    while the caller works on the current answers. Searches sharing a search pipeline go
+    together, since the pipeline is a parameter of the whole ``_msearch`` request."""
     by_pipeline: dict[str | None, list[int]] = {}
     for position, search in enumerate(searches):
         by_pipeline.setdefault(search.pipeline, []).append(position)
-    for pipeline, positions in by_pipeline.items():
-        for start in range(0, len(positions), batch):
-            chunk = positions[start:start + batch]
-            lines = []
-            for position in chunk:
-                body = searches[position].body
-                if ids_only:
-                    body = {**body, "_source": False}
-                lines.append(json.dumps({"index": searches[position].index}))
-                lines.append(json.dumps(body))
-            params = {"search_pipeline": pipeline} if pipeline else {}
+    chunks = [(pipeline, positions[start:start + batch])
+              for pipeline, positions in by_pipeline.items()
+              for start in range(0, len(positions), batch)]
+
+    def send(pipeline: str | None, chunk: list[int]) -> list[Answer]:
+        lines = []
+        for position in chunk:
+            body = searches[position].body
             if ids_only:
-                params["filter_path"] = IDS_ONLY
-            answer = client.msearch(body="\n".join(lines) + "\n", params=params,
-                                    request_timeout=300)
-            for position, response in zip(chunk, answer["responses"], strict=True):
-                results[position] = _result(response)
-    return [r for r in results if r is not None]
+                body = {**body, "_source": False}
+            lines.append(json.dumps({"index": searches[position].index}))
+            lines.append(json.dumps(body))
+        params = {"search_pipeline": pipeline} if pipeline else {}
+        if ids_only:
+            params["filter_path"] = IDS_ONLY
+        answer = client.msearch(body="\n".join(lines) + "\n", params=params,
+                                request_timeout=300)
+        return [_result(response) for response in answer["responses"]]
+
+    with ThreadPoolExecutor(1, thread_name_prefix="msearch") as pool:
+        pending = [pool.submit(send, *chunk) for chunk in chunks[:1]]
+        for number, (_, chunk) in enumerate(chunks):
+            if number + 1 < len(chunks):
+                pending.append(pool.submit(send, *chunks[number + 1]))
+            yield chunk, pending[number].result()
 
 
 def _result(response: dict[str, Any]) -> dict[str, Any] | SearchFailure:
