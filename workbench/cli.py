@@ -98,7 +98,10 @@ def _worker(config: Config, args: argparse.Namespace) -> int:
     from celery.signals import worker_ready
 
     from workbench.jobs import sweeper
+    from workbench.judgments.llm_chunking import encoding
     from workbench.store.client import make_client
+
+    encoding()  # load the tokenizer (~0.25 s) once, before the pool forks, not in each first job
 
     @worker_ready.connect(weak=False)
     def _sweep_stuck_jobs(**_: object) -> None:

@@ -86,6 +86,10 @@ class LLMServer:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            # One buffered write per response and no Nagle: otherwise headers and body go out
+            # as two segments and every call stalls ~40 ms on the client's delayed ACK.
+            wbufsize = 65536
+            disable_nagle_algorithm = True
 
             def do_POST(self) -> None:
                 length = int(self.headers.get("Content-Length") or 0)
