@@ -21,15 +21,31 @@ mkdir -p "$LOG_DIR" "$RUN_DIR"
 say() { printf '[workbench] %s\n' "$*" >&2; }
 die() { printf '[workbench] error: %s\n' "$*" >&2; exit 1; }
 
-# pid_alive FILE: true when FILE holds the pid of a running process.
+# pid_alive FILE [PATTERN]: true when FILE holds the pid of a running process (whose command
+# line contains PATTERN, when given). A machine may keep the files of a previous boot, whose pids
+# now name other processes or none, so a pid file alone proves nothing.
 pid_alive() {
-  [ -f "$1" ] && kill -0 "$(cat "$1")" 2>/dev/null
+  local pid
+  [ -f "$1" ] || return 1
+  pid=$(cat "$1" 2>/dev/null) || return 1
+  [[ "$pid" =~ ^[0-9]+$ ]] && kill -0 "$pid" 2>/dev/null || return 1
+  [ -z "${2:-}" ] || tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -q -- "$2"
 }
 
-# stop_pid FILE NAME: TERM the process, wait up to 30 s, then KILL.
+# show_log FILE...: the last lines of each log, so a failure explains itself where it is seen.
+show_log() {
+  local file
+  for file in "$@"; do
+    [ -s "$file" ] || continue
+    printf '[workbench] --- last lines of %s ---\n' "$file" >&2
+    tail -n 40 "$file" >&2
+  done
+}
+
+# stop_pid FILE NAME [PATTERN]: TERM the process, wait up to 30 s, then KILL.
 stop_pid() {
   local file=$1 name=$2 pid i
-  if ! pid_alive "$file"; then
+  if ! pid_alive "$file" "${3:-}"; then
     rm -f "$file"
     say "$name is not running"
     return 0

@@ -24,6 +24,7 @@ OS_HOME="$WORKBENCH_HOME/opensearch"
 PID_FILE="$RUN_DIR/opensearch.pid"
 URL="http://127.0.0.1:$PORT"
 NODE_USER=wbsearch
+PID_PATTERN=org.opensearch.bootstrap.OpenSearch
 GROUP_PATH="org/opensearch/distribution/integ-test-zip/opensearch"
 
 # java_major DIR: the feature version of the JDK in DIR (from its release file).
@@ -96,6 +97,12 @@ download() {
   echo "$dist"
 }
 
+# failed MESSAGE: stop with MESSAGE after showing the node's logs.
+failed() {
+  show_log "$LOG_DIR/opensearch-console.log" "$LOG_DIR/opensearch/opensearch.log"
+  die "$1; logs: $LOG_DIR/opensearch-console.log, $LOG_DIR/opensearch/opensearch.log"
+}
+
 ensure_user() {
   [ "$(id -u)" = 0 ] || return 0
   id "$NODE_USER" >/dev/null 2>&1 || useradd --system --no-create-home --shell /usr/sbin/nologin "$NODE_USER"
@@ -107,7 +114,7 @@ start() {
     echo "$URL"
     return 0
   fi
-  if pid_alive "$PID_FILE"; then
+  if pid_alive "$PID_FILE" "$PID_PATTERN"; then
     say "OpenSearch (pid $(cat "$PID_FILE")) is starting; waiting"
   else
     local jdk major version dist
@@ -125,6 +132,8 @@ start() {
       chown -R "$NODE_USER" "$dist" "$OS_HOME/data" "$LOG_DIR/opensearch"
       chown "$NODE_USER" "$RUN_DIR"
     fi
+    # A pid file left by a node that is gone (a previous boot, a kill -9) would read as "exited".
+    rm -f "$PID_FILE"
     say "starting OpenSearch $version on $URL with $jdk (JDK $major)"
     local cmd=(
       env OPENSEARCH_JAVA_HOME="$jdk" OPENSEARCH_JAVA_OPTS="-Xms$HEAP -Xmx$HEAP"
@@ -137,10 +146,10 @@ start() {
     )
     if [ "$(id -u)" = 0 ]; then
       runuser -u "$NODE_USER" -- "${cmd[@]}" >"$LOG_DIR/opensearch-console.log" 2>&1 </dev/null \
-        || die "OpenSearch failed to start; see $LOG_DIR/opensearch-console.log"
+        || failed "OpenSearch failed to start"
     else
       "${cmd[@]}" >"$LOG_DIR/opensearch-console.log" 2>&1 </dev/null \
-        || die "OpenSearch failed to start; see $LOG_DIR/opensearch-console.log"
+        || failed "OpenSearch failed to start"
     fi
   fi
   local i
@@ -151,19 +160,19 @@ start() {
       return 0
     fi
     # The pid file appears once the daemon has forked; a file whose process is gone means it died.
-    if [ -f "$PID_FILE" ] && ! pid_alive "$PID_FILE"; then
-      die "OpenSearch exited; see $LOG_DIR/opensearch/opensearch.log"
+    if [ -f "$PID_FILE" ] && ! pid_alive "$PID_FILE" "$PID_PATTERN"; then
+      failed "OpenSearch exited"
     fi
     sleep 1
   done
-  die "OpenSearch did not become healthy in 180 s; see $LOG_DIR/opensearch/opensearch.log"
+  failed "OpenSearch did not become healthy in 180 s"
 }
 
 status() {
   if responding; then
     curl -fsS "$URL/_cluster/health?pretty" 2>/dev/null | sed -n 's/.*"\(status\|cluster_name\)".*: "\(.*\)".*/\1: \2/p'
     echo "url: $URL"
-    pid_alive "$PID_FILE" && echo "pid: $(cat "$PID_FILE")" || echo "pid: (not started by this script)"
+    pid_alive "$PID_FILE" "$PID_PATTERN" && echo "pid: $(cat "$PID_FILE")" || echo "pid: (not started by this script)"
   else
     echo "OpenSearch is not running at $URL"
     return 3
@@ -172,7 +181,7 @@ status() {
 
 case "${1:-}" in
   start) start ;;
-  stop) stop_pid "$PID_FILE" OpenSearch ;;
+  stop) stop_pid "$PID_FILE" OpenSearch "$PID_PATTERN" ;;
   status) status ;;
   url) echo "$URL" ;;
   *) echo "usage: $0 start|stop|status|url" >&2; exit 2 ;;

@@ -13,6 +13,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 PORT="${REDIS_PORT:-6379}"
 URL="redis://127.0.0.1:$PORT/0"
 PID_FILE="$RUN_DIR/redis.pid"
+PID_PATTERN=redis-server
 
 # ping: true when something on the port answers PING with PONG (no redis-cli needed).
 ping() {
@@ -42,7 +43,7 @@ start() {
   redis-server --port "$PORT" --bind 127.0.0.1 --daemonize yes \
     --pidfile "$PID_FILE" --logfile "$LOG_DIR/redis.log" \
     --dir "$WORKBENCH_HOME/redis" --appendonly yes --save "" >&2 \
-    || die "redis-server failed to start; see $LOG_DIR/redis.log"
+    || { show_log "$LOG_DIR/redis.log"; die "redis-server failed to start; see $LOG_DIR/redis.log"; }
   local i
   for i in $(seq 50); do
     if ping; then
@@ -52,13 +53,14 @@ start() {
     fi
     sleep 0.2
   done
+  show_log "$LOG_DIR/redis.log"
   die "Redis did not answer in 10 s; see $LOG_DIR/redis.log"
 }
 
 status() {
   if ping; then
     echo "url: $URL"
-    pid_alive "$PID_FILE" && echo "pid: $(cat "$PID_FILE")" || echo "pid: (not started by this script)"
+    pid_alive "$PID_FILE" "$PID_PATTERN" && echo "pid: $(cat "$PID_FILE")" || echo "pid: (not started by this script)"
   else
     echo "Redis is not running on port $PORT"
     return 3
@@ -67,7 +69,7 @@ status() {
 
 case "${1:-}" in
   start) start ;;
-  stop) stop_pid "$PID_FILE" Redis ;;
+  stop) stop_pid "$PID_FILE" Redis "$PID_PATTERN" ;;
   status) status ;;
   url) echo "$URL" ;;
   *) echo "usage: $0 start|stop|status|url" >&2; exit 2 ;;

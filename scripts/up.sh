@@ -25,7 +25,7 @@ $WB init-indices >&2
 start_bg() {
   local name=$1; shift
   local pid_file="$RUN_DIR/$name.pid"
-  if pid_alive "$pid_file"; then
+  if pid_alive "$pid_file" workbench; then
     say "$name already runs (pid $(cat "$pid_file"))"
     return
   fi
@@ -47,7 +47,8 @@ for _ in $(seq 60); do
     echo "http://$host:$port"
     exit 0
   fi
-  pid_alive "$RUN_DIR/workbench-api.pid" || die "the API exited; see $LOG_DIR/workbench-api.log"
+  pid_alive "$RUN_DIR/workbench-api.pid" workbench \
+    || { show_log "$LOG_DIR/workbench-api.log"; die "the API exited; see $LOG_DIR/workbench-api.log"; }
   sleep 1
 done
 die "the API did not answer in 60 s; see $LOG_DIR/workbench-api.log"
