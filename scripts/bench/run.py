@@ -39,6 +39,7 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"   {result.name}: {result.measured:.4g} vs {result.baseline:.4g} "
                       f"{result.unit} -> ratio {result.ratio:.3f}", flush=True)
                 results.append(result)
+            bench.close()  # each benchmark's servers and workers stop before the next starts
     finally:
         bench.close()
     command = "workbench bench" + (f" --only {args.only}" if args.only else "") + \
