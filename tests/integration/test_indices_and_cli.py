@@ -119,3 +119,25 @@ def test_bad_configuration_is_refused_with_the_variable_named(env) -> None:
     result = run_cli(dict(env, WORKBENCH_PORT="not-a-port"), "init-indices")
     assert result.returncode == 2
     assert "WORKBENCH_PORT" in result.stderr
+
+
+def test_store_client_reuses_connections_under_concurrency(env, caplog) -> None:
+    """The one client a process shares keeps a connection per concurrent caller: twelve threads
+    never make urllib3 discard a connection ("Connection pool is full"), and afterwards the pool
+    holds more than one connection, all reused."""
+    import logging
+
+    from workbench.config import Config
+    from workbench.store.client import make_client, pool_size
+
+    config = Config.from_env(env)
+    assert pool_size(config) >= 12
+    client = make_client(config)
+    caplog.set_level(logging.WARNING, logger="urllib3.connectionpool")
+    with ThreadPoolExecutor(12) as pool:
+        list(pool.map(lambda _: client.cluster.health(), range(240)))
+    full = [r for r in caplog.records if "Connection pool is full" in r.getMessage()]
+    assert full == []
+    http_pool = client.transport.connection_pool.connections[0].pool
+    assert http_pool.num_connections <= pool_size(config)
+    assert http_pool.pool.qsize() == pool_size(config)  # every slot back in the pool

@@ -9,10 +9,22 @@ from opensearchpy import OpenSearch
 from workbench.config import Config
 
 
+def pool_size(config: Config) -> int:
+    """Connections kept open to the cluster by one client.
+
+    One client serves every thread of a process: the API's request threads, and inside a job the
+    concurrent LLM ``_predict`` calls, the prefetched search batch and parallel aggregations. With
+    urllib3's default of one kept connection, each concurrent request beyond the first opened and
+    then discarded a TCP connection ("Connection pool is full").
+    """
+    return max(config.web_threads, config.llm_concurrency) + 4
+
+
 def make_client(config: Config) -> OpenSearch:
     """A client for the configured cluster; credentials come from the config, never from logs."""
     kwargs: dict[str, Any] = {
         "hosts": [config.opensearch_base_url],
+        "pool_maxsize": pool_size(config),
         "timeout": config.opensearch_timeout,
         "max_retries": 0,
         "retry_on_timeout": False,
