@@ -71,5 +71,21 @@ as_root() {
   fi
 }
 
+# have_nginx: true when an nginx binary is installed (Debian puts it in /usr/sbin).
+have_nginx() {
+  command -v nginx >/dev/null || [ -x /usr/sbin/nginx ] || [ -x /usr/local/sbin/nginx ]
+}
+
+# ensure_nginx: install Debian's nginx-light when no nginx is installed (for the nginx front).
+ensure_nginx() {
+  have_nginx && return 0
+  say "installing Debian's nginx-light (the workbench's pass-through front)"
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get update -qq >&2 || true
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nginx-light >&2 \
+    || { say "could not install nginx-light"; return 1; }
+  # Only the binary is wanted: the package's own service must not hold port 80.
+  as_root systemctl disable --now nginx >/dev/null 2>&1 || as_root service nginx stop >/dev/null 2>&1 || true
+}
+
 # python_bin: the project's virtualenv python, created by install.sh.
 python_bin() { echo "$REPO_ROOT/.venv/bin/python"; }

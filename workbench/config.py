@@ -111,6 +111,11 @@ class Config:
         "Celery queue that jobs are sent to and workers consume.")
     host: str = setting("127.0.0.1", "WORKBENCH_HOST", _str, "Address the API server listens on.")
     port: int = setting(9400, "WORKBENCH_PORT", _port, "Port the API server listens on.")
+    front: str = setting(
+        "auto", "WORKBENCH_FRONT", _str,
+        "What listens on WORKBENCH_PORT: nginx (plain pass-through goes from nginx straight to "
+        "the cluster, everything else to gunicorn), none (gunicorn alone), or auto (nginx when "
+        "installed).")
     web_workers: int = setting(
         4, "WORKBENCH_WEB_WORKERS", _positive_int, "Gunicorn worker processes of the API server.")
     web_threads: int = setting(
@@ -167,6 +172,8 @@ class Config:
     def validate(self) -> None:
         if self.log_level.upper() not in ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"):
             raise ConfigError(f"WORKBENCH_LOG_LEVEL: unknown level {self.log_level!r}")
+        if self.front not in ("auto", "nginx", "none"):
+            raise ConfigError(f"WORKBENCH_FRONT: expected auto, nginx or none, got {self.front!r}")
         if not Path(self.index_mappings_dir).is_dir():
             raise ConfigError(
                 f"WORKBENCH_INDEX_MAPPINGS_DIR: {self.index_mappings_dir} is not a folder"

@@ -2,9 +2,10 @@
 
 A closed-loop load generator on loopback (``wrk`` with Lua scripts for the POST bodies; a Python
 generator, labelled as such, when ``wrk`` is missing) runs for a bounded time against the cluster
-and against a workbench in front of it, alternately, for several rounds; the medians give the
-throughput ratio (target: >= 80% of direct) and the latency the workbench adds at p50 and p99,
-under load and with a single connection (where no queueing hides or inflates the per-request cost).
+and against the workbench in front of it, served both ways (gunicorn alone, and the nginx front of
+``workbench/front.py``), alternately, for several rounds; the medians give the throughput ratio
+(target: >= 80% of direct) and the latency each adds at p50 and p99, under load and with a single
+connection (where no queueing hides or inflates the per-request cost).
 
 Everything shares one machine: the cluster, the workbench's gunicorn workers and the generator
 compete for the same cores, so "direct" also gets the CPU that the workbench would use. That is
@@ -37,7 +38,11 @@ from workbench.config import Config
 
 NAME = "passthrough"
 SEARCH_INDEX = "bench-passthrough-search"
-BULK_INDEX = {"direct": "bench-passthrough-bulk-direct", "workbench": "bench-passthrough-bulk-via"}
+BULK_INDEX = {"direct": "bench-passthrough-bulk-direct", "gunicorn": "bench-passthrough-bulk-via",
+              "nginx": "bench-passthrough-bulk-front"}
+# The workbench as it can be served (WORKBENCH_FRONT): gunicorn alone, and nginx in front of it.
+VIA = {"gunicorn": "gunicorn alone (WORKBENCH_FRONT=none)",
+       "nginx": "nginx front (WORKBENCH_FRONT=nginx)"}
 DOCS = 10_000
 BULK_ACTIONS = 100  # index actions per _bulk request
 BULK_BODIES = 100  # distinct bodies cycled through: ids stay within BULK_ACTIONS x BULK_BODIES
@@ -100,8 +105,10 @@ def run(bench: Bench) -> list[Result]:
     generator = Generator()
     config = Config.from_env(bench.env)
     workers = Config().web_workers  # the production default, not the harness's 2
-    server = bench.server(workers=workers)
-    targets = {"direct": bench.opensearch_url, "workbench": server.url}
+    targets = {"direct": bench.opensearch_url}
+    for via in VIA:
+        targets[via] = bench.server(workers=workers, WORKBENCH_FRONT=via.replace("gunicorn",
+                                                                                 "none")).url
     settings = {
         "generator": generator.label,
         "loaded runs": f"{THREADS} threads, {CONNECTIONS} connections, {seconds:g} s",
@@ -109,7 +116,7 @@ def run(bench: Bench) -> list[Result]:
         "warm-up": f"{warmup:g} s per side and operation",
         "rounds": f"{rounds}, sides alternating",
         "workbench": f"{workers} gunicorn gthread workers x {config.web_threads} threads "
-                     "(production defaults)",
+                     "(production defaults); the nginx front runs one nginx worker per core",
     }
 
     results: list[Result] = []
@@ -137,14 +144,16 @@ def run(bench: Bench) -> list[Result]:
                     single.setdefault(key, []).append(
                         generator.run(targets[side], job, single_seconds, 1))
         for scenario in scenarios:
-            results += _results(scenario.name + tag, loaded, single, settings)
+            for via in VIA:
+                results += _results(scenario.name + tag, via, loaded, single, settings)
     return results
 
 
-def _results(op: str, loaded: dict[tuple[str, str], list[Load]],
+def _results(op: str, via: str, loaded: dict[tuple[str, str], list[Load]],
              single: dict[tuple[str, str], list[Load]], settings: dict[str, Any]
              ) -> list[Result]:
-    """Throughput (with target) and p50/p99 latency (no target), medians over the rounds."""
+    """Throughput (with target) and p50/p99 latency (no target) of one way of serving the
+    workbench against direct, medians over the rounds."""
 
     def med(runs: dict[tuple[str, str], list[Load]], side: str, attr: str) -> float:
         return float(statistics.median(getattr(load, attr) for load in runs[(op, side)]))
@@ -153,32 +162,33 @@ def _results(op: str, loaded: dict[tuple[str, str], list[Load]],
         return [round(getattr(load, attr), 2) for load in runs[(op, side)]]
 
     errors = {side: sum(load.errors for load in loaded[(op, side)] + single[(op, side)])
-              for side in ("direct", "workbench")}
-    ratios = [round(via.rps / direct.rps, 3) for via, direct in
-              zip(loaded[(op, "workbench")], loaded[(op, "direct")], strict=True)]
-    generator = max(load.generator_share for side in ("direct", "workbench")
+              for side in ("direct", via)}
+    ratios = [round(through.rps / direct.rps, 3) for through, direct in
+              zip(loaded[(op, via)], loaded[(op, "direct")], strict=True)]
+    generator = max(load.generator_share for side in ("direct", via)
                     for load in loaded[(op, side)])
-    label = f"{op} ({CONNECTIONS} connections)"
-    out = [Result(NAME, f"{label} throughput", med(loaded, "workbench", "rps"),
+    label = f"{op} via {via} ({CONNECTIONS} connections)"
+    out = [Result(NAME, f"{label} throughput", med(loaded, via, "rps"),
                   med(loaded, "direct", "rps"), unit="req/s", target=0.8,
                   higher_is_better=True,
                   details=dict(settings, **{
-                      "req/s per round via": per_round(loaded, "workbench", "rps"),
+                      "served by": VIA[via],
+                      "req/s per round via": per_round(loaded, via, "rps"),
                       "req/s per round direct": per_round(loaded, "direct", "rps"),
                       "ratio per round": ratios,
                       "generator CPU (max, share of all cores)": f"{generator:.0%}",
                       "errors (non-2xx, socket) via/direct":
-                          f"{errors['workbench']}/{errors['direct']}"}))]
+                          f"{errors[via]}/{errors['direct']}"}))]
     for pct in ("p50_ms", "p99_ms"):
-        via, direct = med(loaded, "workbench", pct), med(loaded, "direct", pct)
-        out.append(Result(NAME, f"{label} latency {pct[:3]}", via, direct, unit="ms",
-                          details={"added ms": round(via - direct, 3)}))
-    via, direct = med(single, "workbench", "p50_ms"), med(single, "direct", "p50_ms")
-    out.append(Result(NAME, f"{op} (1 connection) latency p50", via, direct, unit="ms",
-                      details={"added ms": round(via - direct, 3),
-                               "p99 via/direct ms": f"{med(single, 'workbench', 'p99_ms'):.3f}/"
+        through, direct = med(loaded, via, pct), med(loaded, "direct", pct)
+        out.append(Result(NAME, f"{label} latency {pct[:3]}", through, direct, unit="ms",
+                          details={"added ms": round(through - direct, 3)}))
+    through, direct = med(single, via, "p50_ms"), med(single, "direct", "p50_ms")
+    out.append(Result(NAME, f"{op} via {via} (1 connection) latency p50", through, direct,
+                      unit="ms", details={"added ms": round(through - direct, 3),
+                               "p99 via/direct ms": f"{med(single, via, 'p99_ms'):.3f}/"
                                                     f"{med(single, 'direct', 'p99_ms'):.3f}",
-                               "req/s via/direct": f"{med(single, 'workbench', 'rps'):.0f}/"
+                               "req/s via/direct": f"{med(single, via, 'rps'):.0f}/"
                                                    f"{med(single, 'direct', 'rps'):.0f}"}))
     return out
 

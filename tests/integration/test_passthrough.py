@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import gzip
 import json
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -16,9 +17,24 @@ from opensearchpy import OpenSearch
 from opensearchpy.exceptions import ConflictError, NotFoundError
 from opensearchpy.helpers import bulk
 
+from tests.support.processes import FRONTS, Server
+
 TIMING = {"took"}
 
 http = urllib3.PoolManager(retries=False, timeout=60)
+
+
+@pytest.fixture(scope="module", params=FRONTS, ids=[f"front={f}" for f in FRONTS])
+def server(request: pytest.FixtureRequest, env: dict[str, str]) -> Iterator[Server]:
+    """The workbench with gunicorn alone and with the nginx front: both must pass everything."""
+    srv = Server(env, front=request.param)
+    yield srv
+    srv.stop()
+
+
+@pytest.fixture(scope="module")
+def client(server: Server) -> OpenSearch:
+    return OpenSearch(hosts=[server.url], timeout=120)
 
 
 def strip_timing(value: Any) -> Any:

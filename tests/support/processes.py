@@ -70,13 +70,19 @@ def base_env(opensearch_url: str, redis_url: str, **extra: str) -> dict[str, str
     return env
 
 
-class Server(Proc):
-    """``workbench serve`` on a free port; ``url`` is its base URL."""
+FRONTS = ["none", "nginx"]  # what listens on the workbench's port: gunicorn alone, or nginx
 
-    def __init__(self, env: dict[str, str], workers: int = 2, wait_cluster: bool = True) -> None:
+
+class Server(Proc):
+    """``workbench serve`` on a free port; ``url`` is its base URL. ``front`` is
+    ``WORKBENCH_FRONT``: gunicorn alone unless a test asks for the nginx front."""
+
+    def __init__(self, env: dict[str, str], workers: int = 2, wait_cluster: bool = True,
+                 front: str = "none") -> None:
         self.port = free_port()
+        self.front = front
         env = dict(env, WORKBENCH_PORT=str(self.port), WORKBENCH_WEB_WORKERS=str(workers),
-                   WORKBENCH_HOST="127.0.0.1")
+                   WORKBENCH_HOST="127.0.0.1", WORKBENCH_FRONT=front)
         super().__init__([sys.executable, "-m", "workbench.cli", "serve"], env, "workbench-api")
         self.url = f"http://127.0.0.1:{self.port}"
         self._wait(wait_cluster)
@@ -101,6 +107,7 @@ class Server(Proc):
         """Pids of the gunicorn worker processes (children of the master)."""
         import psutil
 
+        assert self.front == "none", "with a front, the master is not this process"
         return [child.pid for child in psutil.Process(self.pid).children()]
 
 

@@ -163,7 +163,7 @@ class FastPassThrough:
         if environ.get("REQUEST_METHOD") not in METHODS or "HTTP_TRANSFER_ENCODING" in environ:
             return None
         # Routing ignores leading slashes ("//_cluster/settings" is the settings route).
-        if ("/" + environ.get("PATH_INFO", "").lstrip("/")).startswith(self._prefixes()):
+        if ("/" + environ.get("PATH_INFO", "").lstrip("/")).startswith(self.prefixes()):
             return None
         raw = environ.get("CONTENT_LENGTH") or "0"
         if not raw.isdigit():
@@ -175,7 +175,7 @@ class FastPassThrough:
         limit: int | None = self.app.config.get("MAX_CONTENT_LENGTH")
         return limit
 
-    def _prefixes(self) -> tuple[str, ...]:
+    def prefixes(self) -> tuple[str, ...]:
         """Path prefixes Flask must see: every non-proxy route up to its first variable part and
         the SRW prefix. ``("",)`` (everything) when the app has hooks this class does not know."""
         if self._flask_prefixes is None:

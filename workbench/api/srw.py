@@ -44,9 +44,10 @@ def install(app: Flask) -> None:
         stats,
     )
 
-    for child in (query_sets.bp, search_configurations.bp, judgments.bp, schedules.bp,
-                  experiments.bp, evaluate.bp, stats.bp):
-        bp.register_blueprint(child)
+    if not bp._got_registered_once:  # nesting is fixed at the first app; later apps reuse it
+        for child in (query_sets.bp, search_configurations.bp, judgments.bp, schedules.bp,
+                      experiments.bp, evaluate.bp, stats.bp):
+            bp.register_blueprint(child)
     app.register_blueprint(bp)
 
 

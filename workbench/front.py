@@ -1,0 +1,283 @@
+"""The nginx front: nginx listens on the workbench's port and sends plain pass-through requests
+straight to the cluster; SRW routes, intercepted paths and every request the fast path cannot take
+go to gunicorn, which listens on an internal loopback port.
+
+Why: a proxied ``_search`` costs about 1 ms of Python CPU in gunicorn, which on a small machine
+shared with the cluster caps pass-through at about a third of direct throughput
+(``scripts/bench/passthrough.py``). nginx forwards the same request for a few microseconds. The
+split is derived from the app itself (``FastPassThrough.prefixes``), so a route added to the app is
+routed to gunicorn without touching this file.
+
+Parity with the Python pass-through: the raw target is forwarded byte for byte, the configured
+credentials are added when the client sends none, hop-by-hop headers are dropped, bodies stream in
+both directions, and the workbench's own error envelopes are answered for an oversized body (413),
+an unreachable cluster (503) and a timeout (504). One difference: custom header names listed in a
+``Connection`` header are not dropped by nginx (the fixed hop-by-hop set is).
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import logging
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from types import FrameType
+from urllib.parse import urlsplit
+
+from workbench.config import Config, ConfigError
+from workbench.errors import envelope
+
+log = logging.getLogger(__name__)
+
+_SBIN = ("/usr/sbin/nginx", "/usr/local/sbin/nginx", "/usr/local/nginx/sbin/nginx")
+# Methods the Python fast path forwards; anything else goes to gunicorn (workbench.api.proxy).
+_FAST_METHODS = "GET|HEAD|POST|PUT|DELETE|PATCH|OPTIONS"
+
+
+def find_nginx() -> str | None:
+    """The nginx binary (Debian installs it in /usr/sbin, often not on a user's PATH)."""
+    found = shutil.which("nginx")
+    return found or next((p for p in _SBIN if os.access(p, os.X_OK)), None)
+
+
+def chosen_nginx(config: Config) -> str | None:
+    """The nginx to run in front, or None for gunicorn alone (``WORKBENCH_FRONT``)."""
+    if config.front == "none":
+        return None
+    found = find_nginx()
+    if found is None and config.front == "nginx":
+        raise ConfigError("WORKBENCH_FRONT=nginx but no nginx binary was found "
+                          "(on Debian: apt-get install nginx-light)")
+    return found
+
+
+def workbench_prefixes(config: Config) -> tuple[str, ...]:
+    """Path prefixes gunicorn must answer, from the app's own routes."""
+    from workbench.api.proxy import FastPassThrough
+    from workbench.app import create_app
+
+    wsgi = create_app(config).wsgi_app
+    if not isinstance(wsgi, FastPassThrough):
+        return ("/",)
+    return tuple(p or "/" for p in wsgi.prefixes())
+
+
+def _quote(text: str) -> str:
+    """An nginx string literal. ``$`` starts a variable in nginx strings and has no escape, so it
+    is written as the ``$dollar`` variable the config defines."""
+    escaped = text.replace("\\", "\\\\").replace("'", "\\'").replace("$", "${dollar}")
+    return f"'{escaped}'"
+
+
+def _error_json(status: int, error_type: str, reason: str) -> str:
+    return _quote(json.dumps(envelope(status, error_type, reason), separators=(",", ":")))
+
+
+def nginx_conf(config: Config, api_port: int, prefixes: tuple[str, ...], run_dir: Path) -> str:
+    """The nginx configuration for one front (rendered, never edited by hand)."""
+    cluster = urlsplit(config.opensearch_base_url)
+    https = cluster.scheme == "https"
+    host = cluster.hostname or "127.0.0.1"
+    port = cluster.port or (443 if https else 80)
+    netloc = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+    path_prefix = cluster.path.rstrip("/")
+    timeout = int(config.opensearch_timeout) + 30
+    limit = config.max_request_bytes
+    base = config.opensearch_base_url
+    auth = config.opensearch_auth
+    listen = f"[{config.host}]:{config.port}" if ":" in config.host else \
+        f"{config.host}:{config.port}"
+    scheme = "https" if https else "http"
+
+    lines = [
+        "# Written by workbench serve (workbench/front.py); regenerated at every start.",
+        "worker_processes auto;",
+        f"pid {run_dir}/nginx.pid;",
+        "error_log stderr warn;",
+        "events { worker_connections 4096; }",
+        "http {",
+        "  geo $dollar { default '$'; }",
+        "  log_format workbench '$remote_addr - $remote_user [$time_local] \"$request\" '",
+        "                       '$status $body_bytes_sent \"$http_referer\" \"$http_user_agent\"';",
+        f"  client_body_temp_path {run_dir}/client-body;",
+        f"  proxy_temp_path {run_dir}/proxy;",
+        f"  fastcgi_temp_path {run_dir}/fastcgi;",
+        f"  uwsgi_temp_path {run_dir}/uwsgi;",
+        f"  scgi_temp_path {run_dir}/scgi;",
+        "  server_tokens off;",
+        # Headers pass as the client wrote them (OpenSearch clients use names like these).
+        "  underscores_in_headers on;",
+        "  ignore_invalid_headers off;",
+        # Scroll ids and long index lists travel in the URL (gunicorn here has no line limit).
+        "  large_client_header_buffers 8 1m;",
+        "  keepalive_timeout 75s;",
+        "  keepalive_requests 1000000;",
+        f"  upstream workbench_cluster {{ server {netloc}; keepalive 64; keepalive_timeout 50s; }}",
+        f"  upstream workbench_api {{ server 127.0.0.1:{api_port}; keepalive 64; }}",
+        # Plain requests (a fast-path method, no chunked body) go to the cluster; others to the
+        # app, which handles them exactly as without a front.
+        "  map \"$request_method:$http_transfer_encoding\" $workbench_target {",
+        "    default http://workbench_api;",
+        f"    \"~^({_FAST_METHODS}):$\" {scheme}://workbench_cluster{path_prefix};",
+        "  }",
+        "  map $workbench_target $workbench_direct {",
+        "    http://workbench_api 0;",
+        "    default 1;",
+        "  }",
+    ]
+    if auth:
+        token = base64.b64encode(f"{auth[0]}:{auth[1]}".encode()).decode()
+        lines += [
+            "  map $http_authorization $workbench_authorization {",
+            f"    '' {_quote('Basic ' + token)};",
+            "    default $http_authorization;",
+            "  }",
+        ]
+    proxy_common = [
+        "    proxy_http_version 1.1;",
+        "    proxy_set_header Connection '';",
+        f"    proxy_set_header Host {_quote(netloc)};",  # as the Python proxy sends it
+        "    proxy_set_header Proxy-Authorization '';",
+        "    proxy_set_header Proxy-Connection '';",
+        "    proxy_set_header Trailer '';",
+        "    proxy_request_buffering off;",
+        "    proxy_buffering off;",
+        "    proxy_redirect off;",
+        "    proxy_hide_header Proxy-Authenticate;",
+        "    proxy_hide_header Trailer;",
+        "    proxy_connect_timeout 10s;",
+        f"    proxy_send_timeout {timeout}s;",
+        f"    proxy_read_timeout {timeout}s;",
+        f"    client_body_timeout {timeout}s;",
+        f"    send_timeout {timeout}s;",
+    ]
+    if auth:
+        proxy_common.append("    proxy_set_header Authorization $workbench_authorization;")
+    if https:
+        proxy_common += [
+            "    proxy_ssl_server_name on;",
+            f"    proxy_ssl_name {host};",
+            f"    proxy_ssl_verify {'on' if config.opensearch_verify_certs else 'off'};",
+        ]
+        if config.opensearch_ca_certs:
+            proxy_common.append(f"    proxy_ssl_trusted_certificate {config.opensearch_ca_certs};")
+    too_large = _error_json(
+        413, "content_too_long_exception",
+        f"Request body is larger than the limit of {limit} bytes (WORKBENCH_MAX_REQUEST_BYTES)")
+    unreachable = _error_json(
+        503, "cluster_unavailable_exception",
+        f"OpenSearch cluster at {base} is unreachable: connection failed")
+    timed_out = _error_json(
+        504, "timeout_exception",
+        f"OpenSearch cluster at {base} did not answer within {config.opensearch_timeout:g}s")
+    api_down = _error_json(503, "workbench_unavailable_exception",
+                           "the workbench API is not answering")
+    lines += [
+        "  server {",
+        f"    listen {listen} reuseport;",
+        *proxy_common,
+        "    location / {",
+        f"      client_max_body_size {limit};",
+        "      access_log /dev/stdout workbench buffer=32k flush=1s if=$workbench_direct;",
+        "      error_page 413 = @too_large;",
+        "      error_page 502 = @unreachable;",
+        "      error_page 504 = @timed_out;",
+        "      proxy_pass $workbench_target$request_uri;",
+        "    }",
+    ]
+    for prefix in prefixes:
+        lines += [
+            f"    location ^~ {prefix} {{",
+            "      client_max_body_size 0;",  # the app applies the limit itself
+            "      access_log off;",  # gunicorn logs these
+            "      error_page 502 504 = @api_down;",
+            "      proxy_pass http://workbench_api;",
+            "    }",
+        ]
+    for name, status, body in (("too_large", 413, too_large), ("unreachable", 503, unreachable),
+                                ("timed_out", 504, timed_out), ("api_down", 503, api_down)):
+        lines += [
+            f"    location @{name} {{",
+            "      default_type 'application/json; charset=UTF-8';",
+            f"      return {status} {body};",
+            "    }",
+        ]
+    lines += ["  }", "}", ""]
+    return "\n".join(lines)
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _wait_listening(proc: subprocess.Popen[bytes], port: int, timeout: float = 120) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"the API server exited with status {proc.returncode}")
+        with socket.socket() as sock:
+            if sock.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.1)
+    raise RuntimeError(f"the API server did not listen on 127.0.0.1:{port} in {timeout:g}s")
+
+
+def run(config: Config, nginx: str) -> int:
+    """Run gunicorn on an internal port and nginx on the public one until either stops or a
+    TERM/INT arrives; then stop both. Returns the exit status."""
+    api_port = _free_port()
+    run_dir = Path(tempfile.mkdtemp(prefix="workbench-front-"))
+    run_dir.chmod(0o711)  # nginx workers (nobody, when started as root) create temp dirs here
+    env = dict(os.environ, WORKBENCH_FRONT="none", WORKBENCH_HOST="127.0.0.1",
+               WORKBENCH_PORT=str(api_port))
+    children: list[subprocess.Popen[bytes]] = []
+    stopping = False
+
+    def stop(signum: int, _: FrameType | None) -> None:
+        nonlocal stopping
+        stopping = True
+
+    previous = {s: signal.signal(s, stop) for s in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        api = subprocess.Popen([sys.executable, "-m", "workbench.cli", "serve"], env=env)
+        children.append(api)
+        _wait_listening(api, api_port)
+        conf = run_dir / "nginx.conf"
+        conf.write_text(nginx_conf(config, api_port, workbench_prefixes(config), run_dir))
+        conf.chmod(0o600)  # it may hold the cluster's credentials
+        front = subprocess.Popen([nginx, "-e", "stderr", "-p", str(run_dir), "-c", str(conf),
+                                  "-g", "daemon off;"])
+        children.append(front)
+        log.info("nginx front on %s:%s; workbench API on 127.0.0.1:%s", config.host,
+                 config.port, api_port)
+        while not stopping:
+            for child in children:
+                if child.poll() is not None:
+                    name = "nginx" if child is front else "the API server"
+                    log.error("%s exited with status %s; stopping", name, child.returncode)
+                    return child.returncode or 1
+            time.sleep(0.2)
+        return 0
+    finally:
+        for child in children:  # gunicorn stops gracefully on TERM, nginx on QUIT
+            if child.poll() is None:
+                child.send_signal(signal.SIGTERM if child is children[0] else signal.SIGQUIT)
+        for child in children:
+            try:
+                child.wait(40)
+            except subprocess.TimeoutExpired:
+                child.kill()
+                child.wait()
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        shutil.rmtree(run_dir, ignore_errors=True)
