@@ -55,6 +55,10 @@ class Result:
         out.update(ratio=self.ratio, met=self.met)
         return out
 
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Result:
+        return cls(**{k: v for k, v in data.items() if k not in ("ratio", "met")})
+
 
 class Bench:
     """The environment one benchmark run shares: services, clients, processes it started."""
@@ -69,8 +73,8 @@ class Bench:
         self.client = OpenSearch(hosts=[self.opensearch_url], timeout=600)
         self._stops: list[Callable[[], None]] = []
 
-    def server(self, workers: int = 2, **env: str) -> Server:
-        srv = Server(dict(self.env, **env), workers=workers)
+    def server(self, workers: int = 2, front: str = "none", **env: str) -> Server:
+        srv = Server(dict(self.env, **env), workers=workers, front=front)
         self._stops.append(srv.stop)
         return srv
 
@@ -132,6 +136,19 @@ def temp_index(client: OpenSearch, name: str, body: dict[str, Any] | None = None
         client.indices.delete(index=name, ignore=[404])
 
 
+def previous_results(out_dir: Path, replaced: set[str]) -> tuple[list[Result], list[str]]:
+    """The results of an earlier report in ``out_dir`` for benchmarks not run now, and that
+    report's commands: a partial run (``--only``) updates its part and keeps the rest."""
+    path = out_dir / "report.json"
+    if not path.exists():
+        return [], []
+    data = json.loads(path.read_text())
+    kept = [Result.from_dict(r) for r in data.get("results", []) if r["benchmark"] not in replaced]
+    meta = data.get("meta", {})
+    runs = meta.get("runs") or [f"{meta.get('command', '?')} ({meta.get('date', '?')})"]
+    return kept, (runs if kept else [])
+
+
 def write_report(results: list[Result], out_dir: Path, meta: dict[str, Any]) -> Path:
     """``report.json`` (every figure) and ``report.md`` (the table the README quotes)."""
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -139,7 +156,8 @@ def write_report(results: list[Result], out_dir: Path, meta: dict[str, Any]) -> 
         {"meta": meta, "results": [r.as_dict() for r in results]}, indent=2))
     lines = [
         f"# Benchmarks ({meta.get('date', '')})", "",
-        f"Machine: {meta.get('machine', '')}. Command: `{meta.get('command', '')}`", "",
+        f"Machine: {meta.get('machine', '')}. Runs: "
+        + "; ".join(f"`{run}`" for run in meta.get("runs", [])), "",
         "| Benchmark | Measurement | Workbench | Baseline | Ratio | Target | Met |",
         "|---|---|---|---|---|---|---|",
     ]

@@ -107,8 +107,7 @@ def run(bench: Bench) -> list[Result]:
     workers = Config().web_workers  # the production default, not the harness's 2
     targets = {"direct": bench.opensearch_url}
     for via in VIA:
-        targets[via] = bench.server(workers=workers, WORKBENCH_FRONT=via.replace("gunicorn",
-                                                                                 "none")).url
+        targets[via] = bench.server(workers=workers, front="none" if via == "gunicorn" else via).url
     settings = {
         "generator": generator.label,
         "loaded runs": f"{THREADS} threads, {CONNECTIONS} connections, {seconds:g} s",

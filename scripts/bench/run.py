@@ -13,7 +13,7 @@ import sys
 import time
 from pathlib import Path
 
-from scripts.bench.common import REPO, Bench, Result, machine, write_report
+from scripts.bench.common import REPO, Bench, Result, machine, previous_results, write_report
 
 BENCHMARKS = ("metrics", "passthrough", "pointwise", "llm", "ubi")
 
@@ -44,9 +44,13 @@ def main(argv: list[str] | None = None) -> int:
         bench.close()
     command = "workbench bench" + (f" --only {args.only}" if args.only else "") + \
         (" --quick" if args.quick else "")
-    path = write_report(results, Path(args.out), {
-        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-        "machine": machine(), "command": command})
+    date = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+    kept, earlier = previous_results(Path(args.out), set(chosen)) if args.only else ([], [])
+    order = {name: i for i, name in enumerate(BENCHMARKS)}
+    merged = sorted(kept + results, key=lambda r: order.get(r.benchmark, len(order)))
+    path = write_report(merged, Path(args.out), {
+        "date": date, "machine": machine(), "command": command,
+        "runs": [*earlier, f"{command} ({date})"]})
     print(f"report: {path}")
     return 0
 
