@@ -6,6 +6,7 @@ renders the README's configuration table, and the docker-compose test checks aga
 
 from __future__ import annotations
 
+import base64
 import os
 from dataclasses import Field, dataclass, field, fields, replace
 from pathlib import Path
@@ -203,6 +204,14 @@ class Config:
         if parts.username:
             return (unquote(parts.username), unquote(parts.password or ""))
         return None
+
+    @property
+    def opensearch_authorization(self) -> str | None:
+        """The ``Authorization`` header value for ``opensearch_auth`` (HTTP basic), if any."""
+        auth = self.opensearch_auth
+        if auth is None:
+            return None
+        return "Basic " + base64.b64encode(f"{auth[0]}:{auth[1]}".encode()).decode()
 
     @property
     def opensearch_url_safe(self) -> str:

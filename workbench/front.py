@@ -17,7 +17,6 @@ an unreachable cluster (503) and a timeout (504). One difference: custom header 
 
 from __future__ import annotations
 
-import base64
 import json
 import logging
 import os
@@ -77,6 +76,11 @@ def _quote(text: str) -> str:
     return f"'{escaped}'"
 
 
+def _host_port(host: str, port: int) -> str:
+    """``host:port`` as nginx reads it (an IPv6 address in brackets)."""
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
 def _error_json(status: int, error_type: str, reason: str) -> str:
     return _quote(json.dumps(envelope(status, error_type, reason), separators=(",", ":")))
 
@@ -87,14 +91,13 @@ def nginx_conf(config: Config, api_port: int, prefixes: tuple[str, ...], run_dir
     https = cluster.scheme == "https"
     host = cluster.hostname or "127.0.0.1"
     port = cluster.port or (443 if https else 80)
-    netloc = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+    netloc = _host_port(host, port)
     path_prefix = cluster.path.rstrip("/")
     timeout = int(config.opensearch_timeout) + 30
     limit = config.max_request_bytes
     base = config.opensearch_base_url
-    auth = config.opensearch_auth
-    listen = f"[{config.host}]:{config.port}" if ":" in config.host else \
-        f"{config.host}:{config.port}"
+    authorization = config.opensearch_authorization
+    listen = _host_port(config.host, config.port)
     scheme = "https" if https else "http"
 
     lines = [
@@ -133,11 +136,10 @@ def nginx_conf(config: Config, api_port: int, prefixes: tuple[str, ...], run_dir
         "    default 1;",
         "  }",
     ]
-    if auth:
-        token = base64.b64encode(f"{auth[0]}:{auth[1]}".encode()).decode()
+    if authorization:
         lines += [
             "  map $http_authorization $workbench_authorization {",
-            f"    '' {_quote('Basic ' + token)};",
+            f"    '' {_quote(authorization)};",
             "    default $http_authorization;",
             "  }",
         ]
@@ -159,7 +161,7 @@ def nginx_conf(config: Config, api_port: int, prefixes: tuple[str, ...], run_dir
         f"    client_body_timeout {timeout}s;",
         f"    send_timeout {timeout}s;",
     ]
-    if auth:
+    if authorization:
         proxy_common.append("    proxy_set_header Authorization $workbench_authorization;")
     if https:
         proxy_common += [

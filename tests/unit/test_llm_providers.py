@@ -312,6 +312,13 @@ def test_mlcommons_sends_the_plugins_parameters(llm: LLMServer) -> None:
     assert set(parameters) == {"messages", "system_prompt", "user_prompt", "response_format"}
 
 
+def test_mlcommons_sends_the_clusters_credentials_as_basic_auth(llm: LLMServer) -> None:
+    ml_model(llm, opensearch_username="ml-user", opensearch_password="pä:ss").chat(request(None))
+
+    expected = "Basic " + base64.b64encode("ml-user:pä:ss".encode()).decode()
+    assert llm.requests[0].authorization == expected
+
+
 def test_mlcommons_fallback_call_omits_response_format(llm: LLMServer) -> None:
     ml_model(llm).chat(request(None))
 

@@ -7,7 +7,6 @@ cluster's remote models keep working unchanged.
 from __future__ import annotations
 
 import json
-import ssl
 from typing import Any
 from urllib.parse import quote
 
@@ -30,6 +29,7 @@ from workbench.llm.base import (
     result_with_usage,
     scrub,
 )
+from workbench.store.upstream import tls_options
 
 EMPTY_RESULT = (
     "Empty model result produced. Expected at least [1] tensor output and [1] model tensor, "
@@ -113,18 +113,10 @@ class MLCommonsModel:
         self.retry = retry
         auth = config.opensearch_auth
         self._password = auth[1] if auth else None
-        self._headers: dict[str, str] = (
-            dict(urllib3.make_headers(basic_auth=f"{auth[0]}:{auth[1]}")) if auth else {}
-        )
-        kwargs: dict[str, Any] = {"maxsize": max(4, config.llm_concurrency), "block": False}
-        if base.startswith("https:"):
-            if config.opensearch_verify_certs:
-                kwargs["cert_reqs"] = ssl.CERT_REQUIRED
-                if config.opensearch_ca_certs:
-                    kwargs["ca_certs"] = config.opensearch_ca_certs
-            else:
-                kwargs["cert_reqs"] = ssl.CERT_NONE
-                kwargs["assert_hostname"] = False
+        authorization = config.opensearch_authorization
+        self._headers: dict[str, str] = {"authorization": authorization} if authorization else {}
+        kwargs: dict[str, Any] = {"maxsize": max(4, config.llm_concurrency), "block": False,
+                                  **tls_options(config)}
         # One pool for every thread of the job; urllib3's PoolManager is thread-safe.
         self._pool = urllib3.PoolManager(**kwargs)
 

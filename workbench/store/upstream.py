@@ -6,7 +6,6 @@ uses one urllib3 connection pool per process instead.
 
 from __future__ import annotations
 
-import base64
 import ssl
 from collections.abc import Iterable, Iterator
 from typing import IO
@@ -52,6 +51,18 @@ def hop_by_hop(headers: Iterable[tuple[str, str]]) -> set[str]:
     return names
 
 
+def tls_options(config: Config) -> dict[str, object]:
+    """urllib3 pool options for the cluster's TLS (none for plain HTTP)."""
+    if urlsplit(config.opensearch_base_url).scheme != "https":
+        return {}
+    if not config.opensearch_verify_certs:
+        return {"cert_reqs": ssl.CERT_NONE, "assert_hostname": False}
+    options: dict[str, object] = {"cert_reqs": ssl.CERT_REQUIRED}
+    if config.opensearch_ca_certs:
+        options["ca_certs"] = config.opensearch_ca_certs
+    return options
+
+
 class Upstream:
     """A keep-alive connection pool to the cluster, shared by the threads of one process."""
 
@@ -69,21 +80,9 @@ class Upstream:
             # default): a typical _bulk body is then one send, not two or more.
             "blocksize": CHUNK,
         }
-        if parts.scheme == "https":
-            if config.opensearch_verify_certs:
-                kwargs["cert_reqs"] = ssl.CERT_REQUIRED
-                if config.opensearch_ca_certs:
-                    kwargs["ca_certs"] = config.opensearch_ca_certs
-            else:
-                kwargs["cert_reqs"] = ssl.CERT_NONE
-                kwargs["assert_hostname"] = False
+        kwargs.update(tls_options(config))
         self.pool = urllib3.connection_from_url(self.base_url, **kwargs)
-        auth = config.opensearch_auth
-        self.default_authorization = (
-            "Basic " + base64.b64encode(f"{auth[0]}:{auth[1]}".encode()).decode()
-            if auth
-            else None
-        )
+        self.default_authorization = config.opensearch_authorization
 
     def request(
         self,
