@@ -39,7 +39,7 @@ def create_app(config: Config | None = None) -> Flask:
     app.config["MAX_CONTENT_LENGTH"] = config.max_request_bytes
     app.url_map.strict_slashes = False
     app.url_map.merge_slashes = False
-    app.extensions["workbench"] = Services(config)
+    app.extensions["workbench"] = Services(config, for_callers=True)
     configure_celery(config)
     srw_api.install(app)
     app.register_blueprint(cluster_api.bp)

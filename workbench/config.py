@@ -90,10 +90,20 @@ class Config:
         "URL of the OpenSearch cluster the workbench fronts.")
     opensearch_username: str | None = setting(
         None, "OPENSEARCH_USERNAME", _optional_str,
-        "User for HTTP basic auth to the cluster (used when a request brings none).")
+        "User for HTTP basic auth to the cluster: the identity jobs run as (see README, Security).")
     opensearch_password: str | None = setting(
         None, "OPENSEARCH_PASSWORD", _optional_str,
         "Password for that user. Never logged or returned.", secret=True)
+    anonymous_as_service: bool = setting(
+        False, "WORKBENCH_ANONYMOUS_AS_SERVICE", _bool,
+        "Lend OPENSEARCH_USERNAME's credentials to requests that bring no Authorization header "
+        "(off: such requests reach the cluster without credentials, and a secured cluster "
+        "answers 401). An empty Authorization header is never treated as none.")
+    job_impersonation: bool = setting(
+        False, "WORKBENCH_JOB_IMPERSONATION", _bool,
+        "Jobs act for the user who created them through the security plugin's REST "
+        "impersonation (opendistro_security_impersonate_as), so document- and field-level "
+        "security applies to their searches; see README, Security.")
     opensearch_verify_certs: bool = setting(
         True, "OPENSEARCH_VERIFY_CERTS", _bool, "Verify the cluster's TLS certificate.")
     opensearch_ca_certs: str | None = setting(

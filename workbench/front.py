@@ -96,7 +96,13 @@ def nginx_conf(config: Config, api_port: int, prefixes: tuple[str, ...], run_dir
     timeout = int(config.opensearch_timeout) + 30
     limit = config.max_request_bytes
     base = config.opensearch_base_url
-    authorization = config.opensearch_authorization
+    # The client's Authorization header always reaches the cluster as sent. Where anonymous
+    # callers may borrow the workbench's credentials, requests without one go to the app: nginx
+    # cannot tell an absent header from an empty one, and an empty one is never "none".
+    fast_key, fast_match = "$request_method:$http_transfer_encoding", f"~^({_FAST_METHODS}):$"
+    if config.anonymous_as_service and config.opensearch_authorization:
+        fast_key += ":$http_authorization"
+        fast_match = f"~^({_FAST_METHODS})::."
     listen = _host_port(config.host, config.port)
     scheme = "https" if https else "http"
 
@@ -127,22 +133,15 @@ def nginx_conf(config: Config, api_port: int, prefixes: tuple[str, ...], run_dir
         f"  upstream workbench_api {{ server 127.0.0.1:{api_port}; keepalive 64; }}",
         # Plain requests (a fast-path method, no chunked body) go to the cluster; others to the
         # app, which handles them exactly as without a front.
-        "  map \"$request_method:$http_transfer_encoding\" $workbench_target {",
+        f"  map \"{fast_key}\" $workbench_target {{",
         "    default http://workbench_api;",
-        f"    \"~^({_FAST_METHODS}):$\" {scheme}://workbench_cluster{path_prefix};",
+        f"    \"{fast_match}\" {scheme}://workbench_cluster{path_prefix};",
         "  }",
         "  map $workbench_target $workbench_direct {",
         "    http://workbench_api 0;",
         "    default 1;",
         "  }",
     ]
-    if authorization:
-        lines += [
-            "  map $http_authorization $workbench_authorization {",
-            f"    '' {_quote(authorization)};",
-            "    default $http_authorization;",
-            "  }",
-        ]
     proxy_common = [
         "    proxy_http_version 1.1;",
         "    proxy_set_header Connection '';",
@@ -161,8 +160,6 @@ def nginx_conf(config: Config, api_port: int, prefixes: tuple[str, ...], run_dir
         f"    client_body_timeout {timeout}s;",
         f"    send_timeout {timeout}s;",
     ]
-    if authorization:
-        proxy_common.append("    proxy_set_header Authorization $workbench_authorization;")
     if https:
         proxy_common += [
             "    proxy_ssl_server_name on;",

@@ -15,6 +15,7 @@ from workbench.llm.registry import Registry, load_registry
 from workbench.stats import EventStats
 from workbench.store.bootstrap import ensure_indices
 from workbench.store.client import make_client
+from workbench.store.identity import NOBODY, as_service
 from workbench.store.plugin_settings import PluginSettings
 from workbench.store.upstream import Upstream
 
@@ -24,14 +25,17 @@ log = logging.getLogger(__name__)
 class Services:
     """Created once per process (after gunicorn or Celery forks); connections open lazily."""
 
-    def __init__(self, config: Config) -> None:
+    def __init__(self, config: Config, for_callers: bool = False) -> None:
+        """``for_callers``: the API process, whose cluster calls act as the caller; a call made
+        outside a request's identity then carries no credentials at all (fail closed)."""
         self.config = config
+        self.for_callers = for_callers
         self._indices_ready = False
         self._lock = threading.Lock()
 
     @cached_property
     def client(self) -> OpenSearch:
-        return make_client(self.config)
+        return make_client(self.config, NOBODY if self.for_callers else None)
 
     @cached_property
     def upstream(self) -> Upstream:
@@ -65,7 +69,8 @@ class Services:
             return
         with self._lock:
             if not self._indices_ready:
-                created = ensure_indices(self.client, self.config.index_mappings_dir)
+                with as_service(self.client):
+                    created = ensure_indices(self.client, self.config.index_mappings_dir)
                 if created:
                     log.info("created system indices: %s", ", ".join(created))
                 self._indices_ready = True

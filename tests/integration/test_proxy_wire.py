@@ -36,13 +36,28 @@ def recorder() -> Iterator[RecordingEndpoint]:
     endpoint.stop()
 
 
+def start_server(front: str, env: dict[str, str], recorder: RecordingEndpoint,
+                 **extra: str) -> Server:
+    url = recorder.url.replace("http://", "http://kibanaserver:pw@")  # type: ignore[attr-defined]
+    srv = Server(dict(env, OPENSEARCH_URL=url, **extra), workers=1, wait_cluster=False,
+                 front=front)
+    recorder.requests.clear()  # forget the readiness probe
+    return srv
+
+
 @pytest.fixture(params=FRONTS, ids=[f"front={f}" for f in FRONTS])
 def server_for(request: pytest.FixtureRequest, env: dict[str, str],
                recorder: RecordingEndpoint) -> Iterator[Server]:
-    url = recorder.url.replace("http://", "http://kibanaserver:pw@")  # type: ignore[attr-defined]
-    srv = Server(dict(env, OPENSEARCH_URL=url), workers=1, wait_cluster=False,
-                 front=request.param)
-    recorder.requests.clear()  # forget the readiness probe
+    srv = start_server(request.param, env, recorder)
+    yield srv
+    srv.stop()
+
+
+@pytest.fixture(params=FRONTS, ids=[f"front={f}" for f in FRONTS])
+def lending_server(request: pytest.FixtureRequest, env: dict[str, str],
+                   recorder: RecordingEndpoint) -> Iterator[Server]:
+    """A workbench whose operator lets anonymous callers borrow its credentials."""
+    srv = start_server(request.param, env, recorder, WORKBENCH_ANONYMOUS_AS_SERVICE="true")
     yield srv
     srv.stop()
 
@@ -97,14 +112,33 @@ def test_request_headers_and_target_are_forwarded(server_for: Server,
     assert got["host"] == recorder.url.removeprefix("http://")  # type: ignore[attr-defined]
 
 
-def test_configured_credentials_are_added_when_the_client_sends_none(
+def test_no_credentials_are_lent_to_anonymous_callers_by_default(
     server_for: Server, recorder: RecordingEndpoint
 ) -> None:
+    """A caller without credentials reaches the cluster without credentials (a secured cluster
+    answers its own 401); an empty header stays empty."""
     assert http.request("GET", server_for.url + "/_cluster/health").status == 201
-    (seen,) = recorder.requests
+    assert http.request("GET", server_for.url + "/_cluster/health",
+                        headers={"Authorization": ""}).status == 201
+    anonymous, empty = recorder.requests
+    assert "authorization" not in names(anonymous.headers)
+    assert names(empty.headers).get("authorization", "") == ""
+
+
+def test_configured_credentials_are_lent_only_when_the_operator_opts_in(
+    lending_server: Server, recorder: RecordingEndpoint
+) -> None:
+    assert http.request("GET", lending_server.url + "/_cluster/health").status == 201
+    assert http.request("GET", lending_server.url + "/_cluster/health",
+                        headers={"Authorization": ""}).status == 201
+    assert http.request("GET", lending_server.url + "/_cluster/health",
+                        headers={"Authorization": "Basic b3duOnB3"}).status == 201
+    anonymous, empty, own = recorder.requests
     expected = "Basic " + base64.b64encode(b"kibanaserver:pw").decode()
-    assert names(seen.headers)["authorization"] == expected
-    assert seen.body == b""
+    assert names(anonymous.headers)["authorization"] == expected
+    assert anonymous.body == b""
+    assert names(empty.headers).get("authorization", "") == ""  # never treated as "none"
+    assert names(own.headers)["authorization"] == "Basic b3duOnB3"
 
 
 def test_response_headers_pass_without_hop_by_hop(server_for: Server,

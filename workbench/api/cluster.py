@@ -14,13 +14,14 @@ from urllib.parse import urlencode
 
 from flask import Blueprint, Response, request
 
-from workbench.api import json_body, json_response, services
+from workbench.api import caller, json_body, json_response, services
 from workbench.api.proxy import forward
 from workbench.store import plugins
 from workbench.store.bootstrap import ensure_index, load_spec
 from workbench.store.plugin_settings import DEFINITIONS, PREFIX, PluginSettings, ours
 
 bp = Blueprint("cluster", __name__)
+caller.install(bp)
 
 SCOPES = ("persistent", "transient")
 

@@ -7,7 +7,7 @@ from typing import Any
 
 from flask import Blueprint, Response
 
-from workbench.api import json_body, json_response, services
+from workbench.api import caller, json_body, json_response, services
 from workbench.api.srw import (
     delete_entity,
     get_entity,
@@ -38,6 +38,8 @@ def put_experiment() -> Response:
     assert body is not None
     svc = services()
     doc = new_experiment(svc.client, body)
+    caller.refuse_unless_searchable(doc.get("searchConfigurationList") or [])
+    doc.update(caller.created_by())
     repo = repository(EXPERIMENT_INDEX)
     result = repo.create(doc)
     svc.record_event("experiment_executions")

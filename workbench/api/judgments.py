@@ -10,7 +10,7 @@ import numpy as np
 from flask import Blueprint, Response, request
 from opensearchpy.exceptions import ConflictError
 
-from workbench.api import json_body, json_response, services
+from workbench.api import caller, json_body, json_response, services
 from workbench.api.srw import (
     delete_entity,
     get_entity,
@@ -39,6 +39,10 @@ def put_judgment() -> Response:
     body = json_body()
     assert body is not None
     doc = new_judgment(services().client, body)
+    metadata = doc["metadata"]
+    caller.refuse_unless_searchable(metadata.get("searchConfigurationList") or [],
+                                    [metadata.get("ubiEventsIndex") or ""])
+    doc.update(caller.created_by())
     repo = repository(JUDGMENT_INDEX)
     repo.create(doc)
     try:
@@ -101,6 +105,7 @@ def retry_judgment(entity_id: str) -> Response:
         raise BadRequest("No failed documents to retry")
     if not doc.get("metadata"):
         raise BadRequest("Judgment metadata is missing")
+    caller.refuse_unless_searchable(doc["metadata"].get("searchConfigurationList") or [])
     updated = {**doc, "status": "RETRYING", "timestamp": now_iso()}
     try:
         repo.put(updated, seq_no=hit["_seq_no"], primary_term=hit["_primary_term"])

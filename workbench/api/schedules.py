@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from flask import Blueprint, Response
 
-from workbench.api import json_body, json_response, services
+from workbench.api import caller, json_body, json_response, services
 from workbench.api.srw import (
     delete_entity,
     get_entity,
@@ -36,13 +36,15 @@ def schedule_experiment() -> Response:
     expression = validate_cron(body.get("cronExpression"),
                                plugin_settings().value("scheduled_experiments_minimum_interval"))
     experiments = repository(EXPERIMENT_INDEX)
-    if experiments.get_source(experiment_id) is None:
+    experiment = experiments.get_source(experiment_id)
+    if experiment is None:
         raise NotFound(f"Experiment not found: {experiment_id}")
+    caller.refuse_unless_searchable(experiment.get("searchConfigurationList") or [])
     jobs = repository(JOBS_INDEX)
     if jobs.get_source(experiment_id) is not None:
         raise Conflict(f"Experiment [{experiment_id}] is already scheduled", status=409,
                        error_type="version_conflict_engine_exception")
-    result = jobs.create(job_document(experiment_id, expression))
+    result = jobs.create({**job_document(experiment_id, expression), **caller.created_by()})
     services().redis.delete(last_fire_key(experiment_id))  # a new schedule starts afresh
     experiments.update_fields(experiment_id, {"isScheduled": True,
                                               "scheduledExperimentJobId": experiment_id})

@@ -7,7 +7,7 @@ from typing import Any
 
 from flask import Blueprint, Flask, Response, g
 
-from workbench.api import SRW_PREFIX, json_body, json_response, services
+from workbench.api import SRW_PREFIX, caller, json_body, json_response, services
 from workbench.errors import BadRequest, Conflict, TextError
 from workbench.store.indices import EXPERIMENT_INDEX
 from workbench.store.plugin_settings import Stored
@@ -18,12 +18,17 @@ bp = Blueprint("srw", __name__, url_prefix=SRW_PREFIX)
 
 @bp.before_request
 def workbench_gate() -> None:
-    """Every SRW route first checks ``plugins.search_relevance.workbench_enabled``."""
+    """Every SRW route acts as its caller (refused by a secured cluster as the cluster refuses
+    it), then checks ``plugins.search_relevance.workbench_enabled``."""
+    caller.bind_and_authenticate()
     svc = services()
     svc.ensure_indices()
     g.plugin_settings = svc.settings.load()
     if not g.plugin_settings.value("workbench_enabled"):
         raise TextError(403, "Search Relevance Workbench is disabled")
+
+
+bp.teardown_request(caller.unbind)
 
 
 def plugin_settings() -> Stored:

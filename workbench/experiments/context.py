@@ -16,6 +16,7 @@ from workbench.jobs.base import JobFailed
 from workbench.metrics import MetricError, validate_ratings
 from workbench.querysets.entries import QueryEntry, read_entries
 from workbench.services import Services
+from workbench.store.identity import carry
 from workbench.store.indices import (
     EVALUATION_INDEX,
     JUDGMENT_INDEX,
@@ -160,7 +161,7 @@ class Writer:
         if self.actions:
             actions, self.actions = self.actions, []
             self.pending.append(self.pool.submit(
-                bulk, self.svc.client, actions, chunk_size=len(actions),
+                carry(bulk), self.svc.client, actions, chunk_size=len(actions),
                 max_chunk_bytes=100 * 1024 * 1024, request_timeout=300))
 
     def flush(self, refresh: bool = False) -> None:

@@ -111,7 +111,7 @@ class Scheduler:
         Repository(self.svc.client, HISTORY_INDEX).create({
             "id": history_id, "experimentId": job_id, "jobId": job_id,
             "jobIndexName": JOBS_INDEX, "timestamp": now_iso(), "status": "PROCESSING",
-            "results": None,
+            "results": None, **({"createdBy": job["createdBy"]} if job.get("createdBy") else {}),
         })
         from workbench.jobs.queue import enqueue
 

@@ -16,7 +16,8 @@ from opensearchpy.exceptions import ConnectionError as OpenSearchConnectionError
 from opensearchpy.exceptions import ConnectionTimeout
 
 from workbench.errors import ClusterUnavailable
-from workbench.jobs.celery_app import worker_client
+from workbench.jobs.celery_app import worker_client, worker_services
+from workbench.store.identity import Identity, acting_as, service_identity
 
 log = logging.getLogger(__name__)
 
@@ -56,6 +57,26 @@ class WorkbenchTask(Task):
 
     #: index holding the entity whose id is the job's first argument
     status_index: str | None = None
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        """Run the job as the identity it was created for (``store.identity``)."""
+        with acting_as(self.job_identity(args, kwargs)):
+            return super().__call__(*args, **kwargs)
+
+    def job_identity(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Identity:
+        """The service identity; with ``WORKBENCH_JOB_IMPERSONATION``, impersonating the user
+        recorded as ``createdBy`` on the job's entity (checked at creation with the user's own
+        credentials)."""
+        svc = worker_services()
+        service = service_identity(svc.config)
+        entity_id = args[0] if args else kwargs.get("entity_id")
+        if not svc.config.job_impersonation or not self.status_index or not entity_id:
+            return service
+        with acting_as(service):
+            found = svc.client.get(index=self.status_index, id=str(entity_id),
+                                   params={"_source_includes": "createdBy"}, ignore=[404])
+        user = (found.get("_source") or {}).get("createdBy") if found.get("found") else None
+        return Identity(service.authorization, impersonate=user) if user else service
 
     def error_fields(self, reason: str, exc: BaseException) -> dict[str, Any]:
         """The top-level fields written when the job fails for good."""

@@ -21,6 +21,7 @@ from workbench.llm.base import ChatModel, ChatRequest, LLMError
 from workbench.llm.registry import resolve
 from workbench.metrics import average_precision, ndcg, precision, reciprocal_rank
 from workbench.services import Services
+from workbench.store.identity import carry
 from workbench.store.judgment_cache import CacheKey, JudgmentCache, prompt_code
 
 BATCH = 20  # results per LLM call
@@ -191,7 +192,7 @@ def _llm(svc: Services, req: Request, top: list[Result], usage: Usage,
     batches = [todo[i:i + BATCH] for i in range(0, len(todo), BATCH)]
     if batches:
         with ThreadPoolExecutor(min(len(batches), svc.config.llm_concurrency)) as pool:
-            answers = list(pool.map(lambda b: _grade(model, req, b, trace), batches))
+            answers = list(pool.map(carry(lambda b: _grade(model, req, b, trace)), batches))
         fresh: dict[CacheKey, dict[str, Any]] = {}
         for batch, (graded, spent) in zip(batches, answers, strict=True):
             usage.add(spent)

@@ -20,6 +20,7 @@ from workbench.llm.base import ChatModel, ChatRequest, LLMError
 from workbench.llm.registry import resolve
 from workbench.querysets.entries import QueryEntry, read_entries
 from workbench.services import Services
+from workbench.store.identity import carry
 from workbench.store.indices import JUDGMENT_INDEX, QUERY_SET_INDEX, SEARCH_CONFIG_INDEX
 from workbench.store.judgment_cache import CacheKey, JudgmentCache, prompt_code
 from workbench.store.repository import Repository
@@ -100,7 +101,7 @@ class CacheWriter:
     def _send(self) -> None:
         if self.buffer:
             ratings, self.buffer = self.buffer, {}
-            self.pending.append(self.pool.submit(self.cache.store, ratings))
+            self.pending.append(self.pool.submit(carry(self.cache.store), ratings))
 
     def close(self) -> None:
         """Write what is left and wait; a failed write fails the job (the ratings are paid)."""
@@ -170,7 +171,7 @@ class Judge:
                     target.entry.custom_fields, todo, self.token_limit)
                 outcomes[number].chunks = len(chunks)
                 for chunk in chunks:
-                    futures[pool.submit(self._chunk, target.entry, chunk)] = number
+                    futures[pool.submit(carry(self._chunk), target.entry, chunk)] = number
             for future in as_completed(futures):
                 number = futures[future]
                 ratings, rationales, error, usage = future.result()

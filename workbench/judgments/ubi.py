@@ -14,6 +14,7 @@ from opensearchpy import OpenSearch
 
 from workbench.judgments import click_models
 from workbench.store import ubi_events
+from workbench.store.identity import carry
 
 CLICK_MODELS = ("coec", "pbm")
 
@@ -56,7 +57,7 @@ def generate(client: OpenSearch, metadata: dict[str, Any]) -> list[dict[str, Any
     with ThreadPoolExecutor(1) as pool:
         # COEC's rank click-through rates are asked for while the cells are paged through, so
         # the cluster works on both at once.
-        rank_counts = pool.submit(ubi_events.rank_counts, client, index, query, max_rank) \
+        rank_counts = pool.submit(carry(ubi_events.rank_counts), client, index, query, max_rank) \
             if model == "coec" else None
         for cell in ubi_events.cells(client, index, query):
             pairs.add(cell)

@@ -7,6 +7,7 @@ from typing import Any
 from opensearchpy import OpenSearch
 
 from workbench.config import Config
+from workbench.store.identity import ClusterAuth, Identity
 
 
 def pool_size(config: Config) -> int:
@@ -20,8 +21,9 @@ def pool_size(config: Config) -> int:
     return max(config.web_threads, config.llm_concurrency) + 4
 
 
-def make_client(config: Config) -> OpenSearch:
-    """A client for the configured cluster; credentials come from the config, never from logs."""
+def make_client(config: Config, default: Identity | None = None) -> OpenSearch:
+    """A client for the configured cluster. Each call carries the identity of its context
+    (``store.identity``); ``default`` is who calls outside any (the service when None)."""
     kwargs: dict[str, Any] = {
         "hosts": [config.opensearch_base_url],
         "pool_maxsize": pool_size(config),
@@ -34,6 +36,5 @@ def make_client(config: Config) -> OpenSearch:
     }
     if config.opensearch_ca_certs:
         kwargs["ca_certs"] = config.opensearch_ca_certs
-    if config.opensearch_auth:
-        kwargs["http_auth"] = config.opensearch_auth
+    kwargs["http_auth"] = ClusterAuth(config, default)
     return OpenSearch(**kwargs)

@@ -18,6 +18,7 @@ from opensearchpy import OpenSearch
 from opensearchpy.exceptions import ConflictError, NotFoundError
 
 from workbench.errors import BadRequest
+from workbench.store.identity import as_service
 from workbench.store.indices import SETTINGS_INDEX
 
 PREFIX = "plugins.search_relevance."
@@ -120,10 +121,12 @@ class PluginSettings:
         self.client = client
 
     def load(self) -> Stored:
-        try:
-            found = self.client.get(index=SETTINGS_INDEX, id=DOC_ID)
-        except NotFoundError:
-            return self._create()
+        """The settings now (an internal read, made as the service identity)."""
+        with as_service(self.client):
+            try:
+                found = self.client.get(index=SETTINGS_INDEX, id=DOC_ID)
+            except NotFoundError:
+                return self._create()
         src = found["_source"]
         return Stored(src.get("persistent", {}), src.get("transient", {}), src["node_id"],
                       found["_seq_no"], found["_primary_term"])
@@ -131,8 +134,10 @@ class PluginSettings:
     def _create(self) -> Stored:
         stored = Stored(node_id=new_node_id())
         try:
-            self.client.index(index=SETTINGS_INDEX, id=DOC_ID, op_type="create", refresh="true",
-                              body={"persistent": {}, "transient": {}, "node_id": stored.node_id})
+            with as_service(self.client):
+                self.client.index(index=SETTINGS_INDEX, id=DOC_ID, op_type="create",
+                                  refresh="true", body={"persistent": {}, "transient": {},
+                                                        "node_id": stored.node_id})
         except ConflictError:
             return self.load()  # another process created it first
         return self.load()

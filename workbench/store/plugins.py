@@ -7,6 +7,8 @@ import time
 
 from opensearchpy import OpenSearch
 
+from workbench.store.identity import as_service
+
 _TTL = 60.0
 _lock = threading.Lock()
 _cache: dict[int, tuple[float, frozenset[str]]] = {}
@@ -18,7 +20,8 @@ def installed(client: OpenSearch) -> frozenset[str]:
         checked_at, names = _cache.get(id(client), (0.0, frozenset()))
         if time.monotonic() - checked_at < _TTL:
             return names
-    rows = client.cat.plugins(params={"format": "json"})
+    with as_service(client):  # cluster metadata the workbench needs, not the caller's data
+        rows = client.cat.plugins(params={"format": "json"})
     names = frozenset(str(row.get("component")) for row in rows)
     with _lock:
         _cache[id(client)] = (time.monotonic(), names)

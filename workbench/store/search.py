@@ -11,6 +11,7 @@ from typing import Any
 
 from opensearchpy import OpenSearch
 
+from workbench.store.identity import carry
 from workbench.store.search_render import RenderedSearch
 
 BATCH = 200
@@ -71,10 +72,10 @@ def msearch_batches(client: OpenSearch, searches: list[RenderedSearch], batch: i
         return [_result(response) for response in answer["responses"]]
 
     with ThreadPoolExecutor(1, thread_name_prefix="msearch") as pool:
-        pending = [pool.submit(send, *chunk) for chunk in chunks[:1]]
+        pending = [pool.submit(carry(send), *chunk) for chunk in chunks[:1]]
         for number, (_, chunk) in enumerate(chunks):
             if number + 1 < len(chunks):
-                pending.append(pool.submit(send, *chunks[number + 1]))
+                pending.append(pool.submit(carry(send), *chunks[number + 1]))
             yield chunk, pending[number].result()
 
 

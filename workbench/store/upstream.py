@@ -82,7 +82,9 @@ class Upstream:
         }
         kwargs.update(tls_options(config))
         self.pool = urllib3.connection_from_url(self.base_url, **kwargs)
-        self.default_authorization = config.opensearch_authorization
+        # Lent to requests that bring no Authorization header only when the operator opts in.
+        self.default_authorization = (
+            config.opensearch_authorization if config.anonymous_as_service else None)
 
     def request(
         self,
