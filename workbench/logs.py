@@ -1,18 +1,29 @@
-"""Logging set-up, with a filter that masks credentials wherever they would appear."""
+"""Logging set-up, with a filter that masks credentials wherever they would appear.
+
+Every pattern runs in linear time (a literal start, possessive quantifiers) and a message is cut
+to ``MAX_MESSAGE_CHARS`` before it is redacted, so a request value of any length costs the filter
+a bounded amount of work (a quadratic pattern once let one long value hang an API worker).
+"""
 
 from __future__ import annotations
 
 import logging
 import re
 
+MAX_MESSAGE_CHARS = 8_192
+MAX_TRACEBACK_CHARS = 32_768
+
 _SECRETS = [
-    # user:password@ in URLs
-    (re.compile(r"(?P<scheme>[a-zA-Z][a-zA-Z0-9+.-]*://)[^/\s:@]+:[^/\s@]+@"), r"\g<scheme>****@"),
+    # user:password@ in URLs (whatever the scheme: the match starts at "://")
+    (re.compile(r"://[^/\s:@]++:[^/\s@]++@"), "://****@"),
     # Authorization headers and API keys
-    (re.compile(r"(?i)(authorization['\"]?\s*[:=]\s*['\"]?)(basic|bearer)\s+[A-Za-z0-9+/=._-]+"),
-     r"\1\2 ****"),
-    (re.compile(r"(?i)(api[_-]?key['\"]?\s*[:=]\s*['\"]?)[A-Za-z0-9._-]{8,}"), r"\1****"),
+    (re.compile(r"(?i)(authorization['\"]?\s*+[:=]\s*+['\"]?)(basic|bearer)\s++"
+                r"[A-Za-z0-9+/=._-]++"), r"\1\2 ****"),
+    (re.compile(r"(?i)(api[_-]?key['\"]?\s*+[:=]\s*+['\"]?)[A-Za-z0-9._-]{8,}+"), r"\1****"),
 ]
+# What a cut can leave at the end: a URL whose user:password@ lost its "@" (the other patterns
+# still match a shortened credential).
+_CUT_USERINFO = re.compile(r"://[^/\s@]*+\Z")
 
 
 def redact(text: str) -> str:
@@ -22,14 +33,27 @@ def redact(text: str) -> str:
     return text
 
 
+def truncate(text: str, limit: int = MAX_MESSAGE_CHARS) -> str:
+    """``text`` cut to ``limit`` characters with a marker saying how much was dropped; a URL
+    cut before its ``@`` loses what may be its credentials."""
+    if len(text) <= limit:
+        return text
+    head = _CUT_USERINFO.sub("://****", text[:limit])
+    return f"{head}... [{len(text) - limit} more characters truncated]"
+
+
 class RedactingFilter(logging.Filter):
-    """Rewrites each record's message so that no credential reaches a handler."""
+    """Rewrites each record's message (and traceback) so that no credential and no unbounded
+    value reaches a handler."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         message = record.getMessage()
-        cleaned = redact(message)
+        cleaned = redact(truncate(message))
         if cleaned != message:
             record.msg, record.args = cleaned, None
+        if record.exc_info and not record.exc_text:
+            trace = logging.Formatter().formatException(record.exc_info)
+            record.exc_text = redact(truncate(trace, MAX_TRACEBACK_CHARS))
         return True
 
 
