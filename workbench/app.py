@@ -12,6 +12,7 @@ from werkzeug.exceptions import HTTPException, RequestEntityTooLarge
 from workbench.api import cluster as cluster_api
 from workbench.api import json_response
 from workbench.api import ml as ml_api
+from workbench.api import openapi as openapi_api
 from workbench.api import proxy as proxy_api
 from workbench.api import srw as srw_api
 from workbench.config import Config
@@ -44,6 +45,7 @@ def create_app(config: Config | None = None) -> Flask:
     srw_api.install(app)
     app.register_blueprint(cluster_api.bp)
     app.register_blueprint(ml_api.bp)
+    app.register_blueprint(openapi_api.bp)  # ungated: see workbench/api/openapi.py
     proxy_api.install(app)  # last: the catch-all
     _register_error_handlers(app, config)
 
