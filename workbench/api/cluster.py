@@ -16,6 +16,7 @@ from flask import Blueprint, Response, request
 
 from workbench.api import caller, json_body, json_response, services
 from workbench.api.proxy import forward
+from workbench.errors import BadRequest
 from workbench.store import plugins
 from workbench.store.bootstrap import ensure_index, load_spec
 from workbench.store.plugin_settings import DEFINITIONS, PREFIX, PluginSettings, ours
@@ -83,6 +84,10 @@ def _cluster_call(method: str, body: dict[str, Any] | None,
 def put_cluster_settings() -> Response:
     body = json_body()
     assert body is not None
+    for scope in SCOPES:  # the cluster itself answers 500 (a ClassCastException) for these
+        if body.get(scope) is not None and not isinstance(body[scope], dict):
+            raise BadRequest(f"Failed to load settings from [{json.dumps(body[scope])}]",
+                             error_type="settings_exception")
     sections = {scope: flatten(body.get(scope) or {}) for scope in SCOPES}
     mine = {scope: {k: v for k, v in flat.items() if ours(k) or _reaches_ours(k)}
             for scope, flat in sections.items()}

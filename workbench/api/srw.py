@@ -3,9 +3,12 @@ get / search / delete handlers every entity shares (srw-api.md §1.4–1.7)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from flask import Blueprint, Flask, Response, g
+from opensearchpy.exceptions import TransportError
 
 from workbench.api import SRW_PREFIX, caller, json_body, json_response, services
 from workbench.errors import BadRequest, Conflict, TextError
@@ -82,7 +85,28 @@ def search_entities(repo: Repository, excludes: list[str] | None = None) -> Resp
     body = json_body(required=False) or {"query": {"match_all": {}}, "size": 10}
     if excludes and "_source" not in body:
         body["_source"] = {"excludes": excludes}
-    return json_response(repo.search(body))
+    with client_dsl():
+        return json_response(repo.search(body))
+
+
+# Exceptions the cluster maps to 500 although a malformed search body causes them: its parsers
+# throw IllegalStateException or ClassCastException on a token they do not expect (e.g.
+# ``"_source": [null]``).
+CLIENT_DSL_ERRORS = ("illegal_state_exception", "class_cast_exception")
+
+
+@contextmanager
+def client_dsl() -> Iterator[None]:
+    """Where the client's own search DSL goes to the cluster, such a 500 is the client's error:
+    a 400 with the cluster's type and reason."""
+    try:
+        yield
+    except TransportError as exc:
+        error: Any = exc.info.get("error") if isinstance(exc.info, dict) else None
+        kind = error.get("type") if isinstance(error, dict) else None
+        if exc.status_code == 500 and kind in CLIENT_DSL_ERRORS:
+            raise BadRequest(str(error.get("reason")), error_type=str(kind)) from exc
+        raise
 
 
 def get_entity(repo: Repository, entity_id: str, source: Any = None) -> Response:
