@@ -1,8 +1,9 @@
 """The workbench's exception tree and OpenSearch's error envelope.
 
 Every error a client sees is either the envelope
-``{"error": {"root_cause": [...], "type": ..., "reason": ...}, "status": N}`` or, where the SRW
-contract says so, a plain-text body (``TextError``).
+``{"error": {"root_cause": [...], "type": ..., "reason": ...}, "status": N}``, or, where the SRW
+contract says so, a plain-text body (``TextError``), or, for an unreadable content type, the bare
+``{"error": "<reason>", "status": 406}`` OpenSearch answers then (``NotAcceptable``).
 """
 
 from __future__ import annotations
@@ -10,11 +11,24 @@ from __future__ import annotations
 import re
 from typing import Any
 
+MAX_REASON_CHARS = 2_000
+
+
+def clip(reason: str, limit: int = MAX_REASON_CHARS) -> str:
+    """A reason of at most about ``limit`` characters: the middle of a longer one (a bad value
+    it quotes) is elided with a marker, keeping how it starts and ends."""
+    if len(reason) <= limit:
+        return reason
+    head, tail = limit * 3 // 4, limit // 4
+    return f"{reason[:head]}...[{len(reason) - head - tail} characters elided]...{reason[-tail:]}"
+
 
 def envelope(
     status: int, error_type: str, reason: str, caused_by: dict[str, Any] | None = None
 ) -> dict[str, Any]:
-    """OpenSearch's error body for one exception."""
+    """OpenSearch's error body for one exception; the reason is clipped, so that a value of any
+    length quoted in it costs the answer at most ``MAX_REASON_CHARS``."""
+    reason = clip(reason)
     error: dict[str, Any] = {
         "root_cause": [{"type": error_type, "reason": reason}],
         "type": error_type,
@@ -99,6 +113,17 @@ class PayloadTooLarge(WorkbenchError):
 
     status = 413
     error_type = "content_too_long_exception"
+
+
+class NotAcceptable(WorkbenchError):
+    """A body in a content type the route cannot read (406). OpenSearch answers this one with
+    a bare string as ``error``, not the envelope: so does the workbench."""
+
+    status = 406
+    error_type = "not_acceptable"
+
+    def body(self) -> dict[str, Any]:
+        return {"error": clip(self.reason), "status": self.status}
 
 
 class ClusterUnavailable(WorkbenchError):

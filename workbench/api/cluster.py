@@ -14,7 +14,7 @@ from urllib.parse import urlencode
 
 from flask import Blueprint, Response, request
 
-from workbench.api import caller, json_body, json_response, services
+from workbench.api import caller, check_output_flags, json_body, json_response, services
 from workbench.api.proxy import forward
 from workbench.errors import BadRequest
 from workbench.store import plugins
@@ -22,6 +22,7 @@ from workbench.store.bootstrap import ensure_index, load_spec
 from workbench.store.plugin_settings import DEFINITIONS, PREFIX, PluginSettings, ours
 
 bp = Blueprint("cluster", __name__)
+bp.before_request(check_output_flags)  # before the caller is authenticated, as OpenSearch
 caller.install(bp)
 
 SCOPES = ("persistent", "transient")

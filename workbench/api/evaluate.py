@@ -83,7 +83,7 @@ def _searched(body: dict[str, Any], query_text: str, k: int,
         if not index or search_query is None:
             raise BadRequest("give hits, a searchConfigurationId, or an index and a searchQuery")
         text = search_query if isinstance(search_query, str) else json.dumps(search_query)
-        error = query_error(text)
+        error = query_error(text, "searchQuery")
         if error:
             raise BadRequest(f"searchQuery: {error}")
         config = {"index": index, "query": text, "searchPipeline": ""}

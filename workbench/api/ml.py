@@ -11,12 +11,13 @@ from typing import Any
 
 from flask import Blueprint, Response, request
 
-from workbench.api import caller, json_response, services
+from workbench.api import caller, check_output_flags, json_response, services
 from workbench.api.proxy import forward
 from workbench.llm.registry import ml_models_search_response
 from workbench.store import plugins
 
 bp = Blueprint("ml", __name__)
+bp.before_request(check_output_flags)  # before the caller is authenticated, as OpenSearch
 caller.install(bp)
 
 

@@ -21,7 +21,7 @@ from werkzeug.exceptions import HTTPException
 from werkzeug.routing import BaseConverter
 from werkzeug.wsgi import get_input_stream
 
-from workbench.api import SRW_PREFIX, services
+from workbench.api import SRW_PREFIX, check_output_flags, services
 from workbench.errors import MethodNotAllowedError, WorkbenchError
 from workbench.store.upstream import CHUNK, hop_by_hop, stream_body
 
@@ -49,6 +49,7 @@ def install(app: Flask) -> None:
 @bp.route("/<everything:path>", methods=METHODS, provide_automatic_options=False)
 def pass_through(path: str) -> Response:
     if request.path == SRW_PREFIX or request.path.startswith(SRW_PREFIX + "/"):
+        check_output_flags()
         raise srw_route_error(request)
     return forward(request)
 

@@ -10,13 +10,21 @@ from typing import Any
 from flask import Blueprint, Flask, Response, g
 from opensearchpy.exceptions import TransportError
 
-from workbench.api import SRW_PREFIX, caller, json_body, json_response, services
+from workbench.api import (
+    SRW_PREFIX,
+    caller,
+    check_output_flags,
+    json_body,
+    json_response,
+    services,
+)
 from workbench.errors import BadRequest, Conflict, TextError
 from workbench.store.indices import EXPERIMENT_INDEX
 from workbench.store.plugin_settings import Stored
 from workbench.store.repository import Repository
 
 bp = Blueprint("srw", __name__, url_prefix=SRW_PREFIX)
+bp.before_request(check_output_flags)  # first, as OpenSearch checks them before anything else
 
 
 @bp.before_request

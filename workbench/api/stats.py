@@ -11,7 +11,7 @@ from typing import Any
 
 from flask import Blueprint, Response, request
 
-from workbench.api import json_response, services
+from workbench.api import flag, json_response, services
 from workbench.api.srw import plugin_settings
 from workbench.errors import BadRequest, TextError
 from workbench.stats import EVENT_STATS, INFO_STATS, EventSnapshot, full_path
@@ -33,27 +33,16 @@ def node_stats(node_id: str, stat: str | None) -> Response:
     return _stats(node_id, stat)
 
 
-def _flag(name: str, default: bool) -> bool:
-    raw = request.args.get(name)
-    if raw is None:
-        return default
-    if raw in ("", "true"):
-        return True
-    if raw == "false":
-        return False
-    raise BadRequest(f"Failed to parse value [{raw}] as only [true] or [false] are allowed.")
-
-
 def _stats(node_param: str | None, stat_param: str | None) -> Response:
     settings = plugin_settings()
     if not settings.value("stats_enabled"):
         raise TextError(403, "Search Relevance Workbench stats is disabled")
     events, infos = _requested(stat_param)
-    flatten = _flag("flat_stat_paths", False)
-    metadata = _flag("include_metadata", False)
-    include_nodes = _flag("include_individual_nodes", True)
-    include_all = _flag("include_all_nodes", True)
-    include_info = _flag("include_info", True)
+    flatten = flag("flat_stat_paths", False)
+    metadata = flag("include_metadata", False)
+    include_nodes = flag("include_individual_nodes", True)
+    include_all = flag("include_all_nodes", True)
+    include_info = flag("include_info", True)
 
     node_id = settings.node_id
     nodes = [node_id]

@@ -6,9 +6,12 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from workbench import request_json
 from workbench.errors import BadRequest
 from workbench.javafmt import java_string
 from workbench.schemas.text import query_set_key_error, query_set_value_error
+
+FIELD = "querySetQueries"
 
 
 @dataclass(frozen=True)
@@ -32,14 +35,17 @@ class QueryEntry:
 
 
 def _as_list(raw: Any) -> list[Any]:
-    """Dashboards may send the queries as one string: a JSON array, NDJSON, or one per line."""
+    """Dashboards may send the queries as one string: a JSON array, NDJSON, or one per line.
+    Such a string must hold at least one query (a blank one is not an empty set)."""
     if isinstance(raw, list):
         return raw
     if isinstance(raw, str):
         text = raw.strip()
+        if not text:
+            raise BadRequest("querySetQueries must hold at least one query, got an empty string")
         if text.startswith("["):
             try:
-                parsed = json.loads(text)
+                parsed = request_json.loads(text, FIELD)
             except ValueError:
                 raise BadRequest("querySetQueries is not a valid JSON array") from None
             if isinstance(parsed, list):
@@ -51,7 +57,7 @@ def _as_list(raw: Any) -> list[Any]:
                 continue
             if line.startswith("{"):
                 try:
-                    items.append(json.loads(line))
+                    items.append(request_json.loads(line, f"{FIELD}[{len(items)}]"))
                 except ValueError:
                     raise BadRequest(f"querySetQueries line {number} is not valid JSON") from None
             else:
