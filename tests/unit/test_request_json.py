@@ -9,6 +9,7 @@ import pytest
 
 from workbench.errors import BadRequest, WorkbenchError, clip, envelope
 from workbench.request_json import MAX_DEPTH, MAX_STRING_CHARS, loads, nesting_depth
+from workbench.schemas.numbers import bounded_int
 
 
 def _refused(raw: str | bytes, field: str = "") -> WorkbenchError:
@@ -114,3 +115,26 @@ def test_error_reasons_are_clipped() -> None:
     assert shown.startswith("Index [aaa") and shown.endswith("aaa] does not exist in the cluster")
     assert "characters elided]" in shown
     assert clip("short") == "short"
+
+
+@pytest.mark.parametrize(("value", "reason"), [
+    (0, "size must be a positive integer, got: 0"),
+    (True, "size must be a positive integer, got: True"),
+    ("10", "size must be a positive integer, got: 10"),
+    (2.0, "size must be a positive integer, got: 2.0"),
+    (10_001, "size must be at most 10000, got: 10001"),
+    (10**40, "size must be at most 10000, got: 10000000000000000000000000000000000000000"),
+])
+def test_bounded_int_names_the_field(value: object, reason: str) -> None:
+    with pytest.raises(BadRequest) as caught:
+        bounded_int(value, "size", 1, 10_000)
+    assert caught.value.reason == reason
+
+
+def test_bounded_int_accepts_its_range() -> None:
+    assert bounded_int(1, "k", 1, 10_000) == 1
+    assert bounded_int(10_000, "k", 1, 10_000) == 10_000
+    assert bounded_int(0, "size", 0, 10_000) == 0
+    with pytest.raises(BadRequest, match="size must be a non-negative integer, got: -1"):
+        bounded_int(-1, "size", 0, 10_000)
+

@@ -18,6 +18,7 @@ from workbench.api.srw import repository
 from workbench.errors import BadRequest, WorkbenchError
 from workbench.judgments import evaluate as core
 from workbench.judgments.reference import DEFAULT_THRESHOLDS
+from workbench.schemas.numbers import MAX_RESULT_WINDOW, bounded_int
 from workbench.store.indices import SEARCH_CONFIG_INDEX
 from workbench.store.search_render import query_error, render
 
@@ -103,9 +104,7 @@ def evaluate() -> Response:
     if not query_text or not query_text.strip():
         raise BadRequest("queryText is required")
     reference = _string(body, "referenceAnswer")
-    k = body.get("k", 10)
-    if isinstance(k, bool) or not isinstance(k, int) or k <= 0:
-        raise BadRequest(f"k must be a positive integer, got: {k}")
+    k = bounded_int(body.get("k", 10), "k", 1, MAX_RESULT_WINDOW)
     judge = body.get("judge", core.LLM_JUDGE)
     if judge not in core.JUDGES:
         raise BadRequest(f"Unknown judge [{judge}]; use one of: {', '.join(core.JUDGES)}")

@@ -17,7 +17,7 @@ from workbench.api.srw import (
 )
 from workbench.errors import BadRequest
 from workbench.schemas.text import DESCRIPTION_LIMIT, NAME_LIMIT, text_error
-from workbench.store.indices import SEARCH_CONFIG_INDEX
+from workbench.store.indices import SEARCH_CONFIG_INDEX, index_exists
 from workbench.store.repository import new_id, now_iso
 from workbench.store.search_render import query_error
 
@@ -49,7 +49,7 @@ def put_search_configuration() -> Response:
     assert isinstance(query, str)
     pipeline = text_field(body, "searchPipeline") or ""
     client = services().client
-    if not client.indices.exists(index=index.strip()):
+    if not index_exists(client, index.strip()):
         raise BadRequest(f"Index [{index}] does not exist in the cluster")
     if pipeline.strip():
         try:

@@ -19,6 +19,7 @@ from workbench.api import (
     services,
 )
 from workbench.errors import BadRequest, Conflict, TextError
+from workbench.schemas.numbers import MAX_RESULT_WINDOW, bounded_int
 from workbench.store.indices import EXPERIMENT_INDEX
 from workbench.store.plugin_settings import Stored
 from workbench.store.repository import Repository
@@ -76,9 +77,7 @@ def list_entities(repo: Repository, query: dict[str, Any] | None = None,
     """GET on a collection: paging and sort come from the body, defaults size 1000,
     ``timestamp`` descending (only the exact ``"asc"`` sorts ascending)."""
     body = json_body(required=False) or {}
-    size = body.get("size", 1000)
-    if isinstance(size, bool) or not isinstance(size, int) or size < 0:
-        raise BadRequest("size must be a non-negative integer")
+    size = bounded_int(body.get("size", 1000), "size", 0, MAX_RESULT_WINDOW)
     field, order = "timestamp", "desc"
     sort = body.get("sort")
     if isinstance(sort, dict) and sort:

@@ -9,6 +9,7 @@ from opensearchpy import OpenSearch
 from workbench.errors import BadRequest
 from workbench.experiments import hybrid
 from workbench.querysets.entries import read_entries
+from workbench.schemas.numbers import MAX_RESULT_WINDOW, bounded_int
 from workbench.schemas.text import DESCRIPTION_LIMIT, NAME_LIMIT, text_error
 from workbench.store.indices import JUDGMENT_INDEX, QUERY_SET_INDEX, SEARCH_CONFIG_INDEX
 from workbench.store.repository import Repository, new_id, now_iso
@@ -62,8 +63,7 @@ def new_experiment(client: OpenSearch, body: dict[str, Any]) -> dict[str, Any]:
     size = body.get("size")
     if size is None:
         raise BadRequest("size is required")
-    if isinstance(size, bool) or not isinstance(size, int) or size <= 0:
-        raise BadRequest(f"size must be a positive integer, got: {size}")
+    size = bounded_int(size, "size", 1, MAX_RESULT_WINDOW)
 
     query_set = _source(client, QUERY_SET_INDEX, body.get("querySetId"), "QuerySet")
     if not read_entries(query_set):

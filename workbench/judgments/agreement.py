@@ -42,7 +42,7 @@ import numpy as np
 from scipy.stats import kendalltau
 
 # What the IMPORT validator accepts: a Java float literal, optional f/F/d/D suffix.
-_FLOAT = re.compile(r"^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?[fFdD]?$")
+_FLOAT = re.compile(r"^[+-]?(?:\d++(?:\.\d*+)?|\.\d++)(?:[eE][+-]?\d++)?[fFdD]?$")
 _DECODER = json.JSONDecoder()
 
 Ratings = dict[str, dict[str, float]]  # query key -> docId -> rating

@@ -16,6 +16,7 @@ from workbench.errors import BadRequest, NotFound
 from workbench.judgments import imported, llm_prompt, reference
 from workbench.judgments.ubi import CLICK_MODELS
 from workbench.querysets.entries import read_entries
+from workbench.schemas.numbers import MAX_RESULT_WINDOW, bounded_int
 from workbench.schemas.text import DESCRIPTION_LIMIT, NAME_LIMIT, text_error
 from workbench.store import ubi_events
 from workbench.store.indices import JUDGMENT_INDEX, QUERY_SET_INDEX, SEARCH_CONFIG_INDEX
@@ -77,12 +78,11 @@ def token_limit(raw: Any) -> int:
 
 
 def _positive_int(body: dict[str, Any], field: str, default: int | None) -> int:
+    """``size`` (a search size) and ``maxRank`` (a rank within one): 1 to the result window."""
     value = body.get(field, default)
     if value is None:
         raise BadRequest(f"{field} is required")
-    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-        raise BadRequest(f"{field} must be a positive integer, got: {value}")
-    return value
+    return bounded_int(value, field, 1, MAX_RESULT_WINDOW)
 
 
 def _date(body: dict[str, Any], field: str, label: str) -> str:

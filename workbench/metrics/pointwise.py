@@ -200,9 +200,10 @@ def _discount(width: int) -> FloatArray:
 
 
 _JAVA_BLANK = "".join(map(chr, range(0x21)))  # what Java's String.trim() removes
-_JAVA_DECIMAL = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?[fFdD]?")
+# Possessive, so that a long digit run failing at its end is not retried (linear time).
+_JAVA_DECIMAL = re.compile(r"[+-]?(?:\d++(?:\.\d*+)?|\.\d++)(?:[eE][+-]?\d++)?[fFdD]?")
 _JAVA_HEX = re.compile(
-    r"[+-]?0[xX](?:[0-9a-fA-F]+\.?[0-9a-fA-F]*|\.[0-9a-fA-F]+)[pP][+-]?\d+[fFdD]?"
+    r"[+-]?0[xX](?:[0-9a-fA-F]++(?:\.[0-9a-fA-F]*+)?|\.[0-9a-fA-F]++)[pP][+-]?\d++[fFdD]?"
 )
 
 

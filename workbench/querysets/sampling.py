@@ -13,6 +13,8 @@ from typing import Any
 import numpy as np
 from opensearchpy import OpenSearch
 
+from workbench.store.indices import index_exists
+
 FIELD = "user_query"
 NON_EMPTY = {
     "bool": {
@@ -119,7 +121,7 @@ def pptss(client: OpenSearch, index: str, size: int,
 
 def index_is_usable(client: OpenSearch, index: str) -> bool:
     """The index exists and its mapping has ``user_query``."""
-    if not client.indices.exists(index=index):
+    if not index_exists(client, index):
         return False
     mappings = client.indices.get_mapping(index=index)
     return any(FIELD in (m.get("mappings", {}).get("properties") or {})

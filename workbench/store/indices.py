@@ -1,5 +1,7 @@
 """The names of the indices the workbench reads and writes (srw-api.md §0, §4), in one place."""
 
+from opensearchpy import OpenSearch
+
 QUERY_SET_INDEX = "search-relevance-queryset"
 SEARCH_CONFIG_INDEX = "search-relevance-search-config"
 JUDGMENT_INDEX = "search-relevance-judgment"
@@ -10,3 +12,15 @@ JOBS_INDEX = ".search-relevance-scheduled-experiment-jobs"
 HISTORY_INDEX = ".search-relevance-scheduled-experiment-history"
 CACHE_INDEX = ".plugins-search-relevance-judgment-cache"
 SETTINGS_INDEX = ".plugins-search-relevance-settings"
+
+
+# OpenSearch refuses to create an index with a longer name.
+MAX_INDEX_NAME_BYTES = 255
+
+
+def index_exists(client: OpenSearch, name: str) -> bool:
+    """Whether a client-given index (or alias or pattern) exists. A name longer than any index
+    can have does not, without asking: in a URL the cluster refuses it with a bodiless 400."""
+    if len(name.encode("utf-8", "surrogatepass")) > MAX_INDEX_NAME_BYTES:
+        return False
+    return bool(client.indices.exists(index=name))

@@ -24,6 +24,8 @@ from workbench.store.indices import SETTINGS_INDEX
 PREFIX = "plugins.search_relevance."
 DOC_ID = "cluster"
 
+JAVA_INT_MAX = 2**31 - 1
+JAVA_LONG_MAX = 2**63 - 1
 _TIME = re.compile(r"^(-?\d+)(nanos|micros|ms|s|m|h|d)$")
 _TIME_MS = {"nanos": 1e-6, "micros": 1e-3, "ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000,
             "d": 86_400_000}
@@ -37,10 +39,13 @@ def _bool(key: str, raw: Any) -> str:
 
 
 def _int(key: str, raw: Any) -> str:
+    """A Java int setting, as OpenSearch parses one (beyond 2^31 - 1 is a parse failure)."""
     try:
         if isinstance(raw, (bool, float)):
             raise ValueError
         value = int(str(raw))
+        if value > JAVA_INT_MAX:
+            raise ValueError
     except ValueError:
         raise BadRequest(f"Failed to parse value [{raw}] for setting [{key}]") from None
     if value < 0:
@@ -49,12 +54,20 @@ def _int(key: str, raw: Any) -> str:
 
 
 def _time(key: str, raw: Any) -> str:
+    """A time value, as OpenSearch parses one: a Java long and a unit, not negative."""
     text = str(raw).strip()
-    if not _TIME.match(text):
+    match = _TIME.match(text)
+    if not match:
         raise BadRequest(
             f"failed to parse setting [{key}] with value [{raw}] as a time value: "
             "unit is missing or unrecognized"
         )
+    digits = match.group(1).lstrip("-")
+    if len(digits) > 19 or int(digits) > JAVA_LONG_MAX:
+        raise BadRequest(f"failed to parse [{text}], fractional time values are not supported")
+    if int(match.group(1)) < 0:
+        raise BadRequest(f"failed to parse setting [{key}] with value [{raw}] as a time value: "
+                         "negative durations are not supported")
     return text
 
 

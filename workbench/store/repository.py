@@ -15,6 +15,9 @@ from opensearchpy.exceptions import ConflictError, NotFoundError
 
 from workbench.errors import Conflict, NotFound
 
+# OpenSearch refuses to index a document with a longer _id.
+MAX_ID_BYTES = 512
+
 
 def new_id() -> str:
     return str(uuid.uuid4())
@@ -102,7 +105,10 @@ class Repository:
         return hit["_source"] if hit else None
 
     def get_hit(self, doc_id: str, fields: list[str] | None = None) -> dict[str, Any] | None:
-        """Realtime get with ``_seq_no``/``_primary_term``, or None."""
+        """Realtime get with ``_seq_no``/``_primary_term``, or None (without asking, for an id
+        longer than any document can have)."""
+        if len(doc_id.encode("utf-8", "surrogatepass")) > MAX_ID_BYTES:
+            return None
         params = {"_source_includes": ",".join(fields)} if fields else {}
         try:
             found = self.client.get(index=self.index, id=doc_id, params=params)

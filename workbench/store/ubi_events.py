@@ -13,6 +13,8 @@ from typing import Any
 
 from opensearchpy import OpenSearch
 
+from workbench.store.indices import index_exists
+
 ORDINAL = "event_attributes.position.ordinal"
 OBJECT_ID = "event_attributes.object.object_id"
 REQUIRED_FIELDS = ("query_id", "action_name", OBJECT_ID)
@@ -21,7 +23,7 @@ PAGE = 10_000
 
 def missing_fields(client: OpenSearch, index: str) -> list[str] | None:
     """None when the index does not exist; else the required UBI fields its mapping lacks."""
-    if not client.indices.exists(index=index):
+    if not index_exists(client, index):
         return None
     mappings = client.indices.get_mapping(index=index)
     found: set[str] = set()
