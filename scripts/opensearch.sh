@@ -1,31 +1,70 @@
 #!/usr/bin/env bash
-# A local single-node OpenSearch for the workbench: start | stop | status | url.
+# A local single-node OpenSearch for the workbench: start | stop | status | url | ca.
 #
 # Downloads the integ-test distribution from Maven Central with mvn
 # (org.opensearch.distribution.integ-test-zip:opensearch, packaging zip), caches it under
 # $WORKBENCH_HOME/opensearch, and runs it on loopback with no security plugin. Idempotent: a
 # second start reuses the running node. As root, the node runs as the user "wbsearch".
 #
+# With OPENSEARCH_SECURITY=demo it runs a second, secured node for tests of the security model:
+# OpenSearch 3.4.0 plus the security plugin (org.opensearch.plugin:opensearch-security:
+# <version>.0, zip, also from Maven Central) with the plugin's demo configuration: HTTPS with the
+# demo certificates (`ca` prints the demo root CA's path), the internal user "admin" with
+# password $OPENSEARCH_ADMIN_PASSWORD, and the user "workbench" allowed to impersonate any user
+# over REST (header opendistro_security_impersonate_as). Everything lives apart from the plain
+# node: $WORKBENCH_HOME/opensearch-secure, port 9250, logs under opensearch-secure*. The users
+# and roles the tests use are set up by tests/support/secure_cluster.py. The plugin zip is fitted
+# to the integ-test distribution, which lacks a module it extends (see without_rule_framework).
+# A test node on loopback only: the demo certificates and the default password are public.
+#
 # Settings (environment):
-#   OPENSEARCH_VERSION  version to run (default: newest 3.x if a JDK >= 21 is under
-#                       /usr/lib/jvm, else newest 2.19.x)
-#   OPENSEARCH_PORT     HTTP port (default 9200); transport uses OPENSEARCH_PORT + 100
-#   OPENSEARCH_HEAP     JVM heap (default 2g)
-#   MAVEN_REPO_URL      Maven repository (default https://repo1.maven.org/maven2)
+#   OPENSEARCH_SECURITY        empty (plain node) or "demo" (secured node)
+#   OPENSEARCH_VERSION         version to run (plain: newest 3.x if a JDK >= 21 is under
+#                              /usr/lib/jvm, else newest 2.19.x; demo: 3.4.0)
+#   OPENSEARCH_PORT            HTTP port (plain 9200, demo 9250); transport uses it + 100
+#   OPENSEARCH_HEAP            JVM heap (plain 2g, demo 1g)
+#   OPENSEARCH_ADMIN_PASSWORD  demo: the admin's password (default Wb-Loopback-9Node!), set
+#                              when the demo configuration is installed, at the first start (to
+#                              change it, delete $WORKBENCH_HOME/opensearch-secure); the installer
+#                              refuses weak ones and ones resembling "admin"
+#   MAVEN_REPO_URL             Maven repository (default https://repo1.maven.org/maven2)
 # Logs: $WORKBENCH_HOME/logs/opensearch/opensearch.log (node) and
-#       $WORKBENCH_HOME/logs/opensearch-console.log (start-up output).
+#       $WORKBENCH_HOME/logs/opensearch-console.log (start-up output); the demo node's in
+#       $WORKBENCH_HOME/logs/opensearch-secure/ and opensearch-secure-console.log.
 
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-PORT="${OPENSEARCH_PORT:-9200}"
-HEAP="${OPENSEARCH_HEAP:-2g}"
+SECURITY="${OPENSEARCH_SECURITY:-}"
 MAVEN_REPO_URL="${MAVEN_REPO_URL:-https://repo1.maven.org/maven2}"
-OS_HOME="$WORKBENCH_HOME/opensearch"
-PID_FILE="$RUN_DIR/opensearch.pid"
-URL="http://127.0.0.1:$PORT"
 NODE_USER=wbsearch
 PID_PATTERN=org.opensearch.bootstrap.OpenSearch
 GROUP_PATH="org/opensearch/distribution/integ-test-zip/opensearch"
+case "$SECURITY" in
+  "")
+    PORT="${OPENSEARCH_PORT:-9200}"
+    HEAP="${OPENSEARCH_HEAP:-2g}"
+    NAME=opensearch
+    URL="http://127.0.0.1:$PORT"
+    CURL=(curl -fsS)
+    DEFAULT_VERSION=""
+    ;;
+  demo)
+    PORT="${OPENSEARCH_PORT:-9250}"
+    HEAP="${OPENSEARCH_HEAP:-1g}"
+    NAME=opensearch-secure
+    URL="https://127.0.0.1:$PORT"
+    ADMIN_PASSWORD="${OPENSEARCH_ADMIN_PASSWORD:-Wb-Loopback-9Node!}"
+    # The demo certificates' root CA is checked by clients that want to; curl need not.
+    CURL=(curl -fsS -k -u "admin:$ADMIN_PASSWORD")
+    # The only release whose security plugin Maven Central holds when this was written.
+    DEFAULT_VERSION=3.4.0
+    ;;
+  *) die "OPENSEARCH_SECURITY must be empty or \"demo\", not \"$SECURITY\"" ;;
+esac
+OS_HOME="$WORKBENCH_HOME/$NAME"
+PID_FILE="$RUN_DIR/$NAME.pid"
+NODE_LOG_DIR="$LOG_DIR/$NAME"
+CONSOLE_LOG="$LOG_DIR/$NAME-console.log"
 
 # java_major DIR: the feature version of the JDK in DIR (from its release file).
 java_major() {
@@ -76,18 +115,22 @@ pick_version() {
 }
 
 responding() {
-  curl -fsS --max-time 3 "$URL/" 2>/dev/null | grep -q '"distribution" : "opensearch"\|"number"'
+  "${CURL[@]}" --max-time 3 "$URL/" 2>/dev/null | grep -q '"distribution" : "opensearch"\|"number"'
+}
+
+# mvn_copy ARTIFACT DIR: fetch groupId:artifactId:version:packaging into DIR with mvn.
+mvn_copy() {
+  say "fetching $1 with mvn"
+  mvn -B -q \
+    org.apache.maven.plugins:maven-dependency-plugin:3.6.1:copy \
+    -Dartifact="$1" -DoutputDirectory="$2" >&2
 }
 
 download() {
   local version=$1 dist="$OS_HOME/dist/opensearch-$version" tmp
   if [ -x "$dist/bin/opensearch" ]; then echo "$dist"; return; fi
-  say "fetching org.opensearch.distribution.integ-test-zip:opensearch:$version:zip with mvn"
   tmp=$(mktemp -d)
-  mvn -B -q \
-    org.apache.maven.plugins:maven-dependency-plugin:3.6.1:copy \
-    -Dartifact="org.opensearch.distribution.integ-test-zip:opensearch:$version:zip" \
-    -DoutputDirectory="$tmp" >&2 \
+  mvn_copy "org.opensearch.distribution.integ-test-zip:opensearch:$version:zip" "$tmp" \
     || die "mvn could not resolve the OpenSearch $version integ-test distribution"
   mkdir -p "$OS_HOME/dist"
   (cd "$tmp" && unzip -q "opensearch-$version.zip")
@@ -97,10 +140,62 @@ download() {
   echo "$dist"
 }
 
+# without_rule_framework ZIP JDK: fit the security plugin's ZIP to the integ-test distribution,
+# which lacks the module "rule-framework" (modules/autotagging-commons of the full distribution,
+# published nowhere on its own). The plugin extends it only to offer principal attributes to
+# workload-management rules, but also takes commons-collections4 from it: drop it from the
+# descriptor's extended.plugins and add commons-collections4 (Maven Central) to the zip.
+without_rule_framework() {
+  local zip=$1 jdk=$2 tmp
+  unzip -p "$zip" plugin-descriptor.properties | grep -q '^extended\.plugins=.*rule-framework' || return 0
+  say "the integ-test distribution has no rule-framework module: fitting the security plugin"
+  tmp=$(mktemp -d)
+  (cd "$tmp" && unzip -q "$zip" plugin-descriptor.properties)
+  sed -i -e '/^extended\.plugins=/s/,\?rule-framework//' -e '/^extended\.plugins=/s/=,/=/' \
+    "$tmp/plugin-descriptor.properties"
+  if ! unzip -l "$zip" | grep -q 'commons-collections4-'; then
+    mvn_copy org.apache.commons:commons-collections4:4.4:jar "$tmp" \
+      || die "mvn could not resolve commons-collections4 4.4"
+  fi
+  (cd "$tmp" && "$jdk/bin/jar" --update --no-manifest --file "$zip" ./*)
+  rm -rf "$tmp"
+}
+
+# install_security DIST VERSION JDK: the security plugin and its demo configuration (HTTPS, demo
+# certificates, admin password), and the workbench's REST impersonation; each step once.
+install_security() {
+  local dist=$1 version=$2 jdk=$3 tmp yml="$1/config/opensearch.yml"
+  if [ ! -d "$dist/plugins/opensearch-security" ]; then
+    tmp=$(mktemp -d)
+    mvn_copy "org.opensearch.plugin:opensearch-security:$version.0:zip" "$tmp" \
+      || die "mvn could not resolve the security plugin $version.0"
+    without_rule_framework "$tmp/opensearch-security-$version.0.zip" "$jdk"
+    say "installing the security plugin $version.0"
+    OPENSEARCH_JAVA_HOME="$jdk" "$dist/bin/opensearch-plugin" install --batch \
+      "file://$tmp/opensearch-security-$version.0.zip" >"$CONSOLE_LOG" 2>&1 \
+      || { rm -rf "$tmp"; failed "could not install the security plugin"; }
+    rm -rf "$tmp"
+  fi
+  if ! grep -q "OpenSearch Security Demo Configuration" "$yml"; then
+    say "installing the security plugin's demo configuration"
+    # -y answers the installer's questions (not cluster mode: no binding to all interfaces),
+    # -i initialises the security index from config/opensearch-security on first start. The
+    # installer hides its own errors (2>/dev/null inside), so its output goes to the log.
+    OPENSEARCH_JAVA_HOME="$jdk" OPENSEARCH_INITIAL_ADMIN_PASSWORD="$ADMIN_PASSWORD" \
+      bash "$dist/plugins/opensearch-security/tools/install_demo_configuration.sh" -y -i -s \
+      >"$CONSOLE_LOG" 2>&1 </dev/null \
+      || failed "the security plugin's demo configuration did not install (a weak OPENSEARCH_ADMIN_PASSWORD?)"
+  fi
+  if ! grep -q "^plugins.security.authcz.rest_impersonation_user:" "$yml"; then
+    printf '%s\n' "" "# The workbench's service identity runs jobs as their creators." \
+      "plugins.security.authcz.rest_impersonation_user:" '  workbench: ["*"]' >>"$yml"
+  fi
+}
+
 # failed MESSAGE: stop with MESSAGE after showing the node's logs.
 failed() {
-  show_log "$LOG_DIR/opensearch-console.log" "$LOG_DIR/opensearch/opensearch.log"
-  die "$1; logs: $LOG_DIR/opensearch-console.log, $LOG_DIR/opensearch/opensearch.log"
+  show_log "$CONSOLE_LOG" "$NODE_LOG_DIR/$NAME.log"
+  die "$1; logs: $CONSOLE_LOG, $NODE_LOG_DIR/$NAME.log"
 }
 
 ensure_user() {
@@ -121,15 +216,16 @@ start() {
     need_tools
     jdk=$(best_jdk)
     major=$(java_major "$jdk")
-    version="${OPENSEARCH_VERSION:-$(pick_version "$major")}"
+    version="${OPENSEARCH_VERSION:-${DEFAULT_VERSION:-$(pick_version "$major")}}"
     if [[ "$version" == 3.* ]] && [ "$major" -lt 21 ]; then
       die "OpenSearch $version needs JDK 21+, the newest under /usr/lib/jvm is $major"
     fi
     dist=$(download "$version")
+    [ "$SECURITY" != demo ] || install_security "$dist" "$version" "$jdk"
     ensure_user
-    mkdir -p "$OS_HOME/data" "$LOG_DIR/opensearch"
+    mkdir -p "$OS_HOME/data" "$NODE_LOG_DIR"
     if [ "$(id -u)" = 0 ]; then
-      chown -R "$NODE_USER" "$dist" "$OS_HOME/data" "$LOG_DIR/opensearch"
+      chown -R "$NODE_USER" "$dist" "$OS_HOME/data" "$NODE_LOG_DIR"
       chown "$NODE_USER" "$RUN_DIR"
     fi
     # A pid file left by a node that is gone (a previous boot, a kill -9) would read as "exited".
@@ -138,29 +234,31 @@ start() {
     local cmd=(
       env OPENSEARCH_JAVA_HOME="$jdk" OPENSEARCH_JAVA_OPTS="-Xms$HEAP -Xmx$HEAP"
       "$dist/bin/opensearch" -d -p "$PID_FILE"
-      -Ecluster.name=opensearch -Enode.name=workbench-node
+      -Ecluster.name="$NAME" -Enode.name=workbench-node
       -Ediscovery.type=single-node -Enetwork.host=127.0.0.1
       -Ehttp.port="$PORT" -Etransport.port="$((PORT + 100))"
-      -Epath.data="$OS_HOME/data" -Epath.logs="$LOG_DIR/opensearch"
+      -Epath.data="$OS_HOME/data" -Epath.logs="$NODE_LOG_DIR"
       -Ecluster.routing.allocation.disk.threshold_enabled=false
     )
     if [ "$(id -u)" = 0 ]; then
-      runuser -u "$NODE_USER" -- "${cmd[@]}" >"$LOG_DIR/opensearch-console.log" 2>&1 </dev/null \
+      runuser -u "$NODE_USER" -- "${cmd[@]}" >"$CONSOLE_LOG" 2>&1 </dev/null \
         || failed "OpenSearch failed to start"
     else
-      "${cmd[@]}" >"$LOG_DIR/opensearch-console.log" 2>&1 </dev/null \
+      "${cmd[@]}" >"$CONSOLE_LOG" 2>&1 </dev/null \
         || failed "OpenSearch failed to start"
     fi
   fi
-  local i
+  local i seen=""
   for i in $(seq 180); do
-    if curl -fsS --max-time 3 "$URL/_cluster/health?wait_for_status=yellow&timeout=1s" >/dev/null 2>&1; then
-      say "OpenSearch is healthy at $URL (log: $LOG_DIR/opensearch/opensearch.log)"
+    if "${CURL[@]}" --max-time 3 "$URL/_cluster/health?wait_for_status=yellow&timeout=1s" >/dev/null 2>&1; then
+      say "OpenSearch is healthy at $URL (log: $NODE_LOG_DIR/$NAME.log)"
       echo "$URL"
       return 0
     fi
-    # The pid file appears once the daemon has forked; a file whose process is gone means it died.
-    if [ -f "$PID_FILE" ] && ! pid_alive "$PID_FILE" "$PID_PATTERN"; then
+    # The pid file appears once the daemon has forked, and goes when the node exits (as when it
+    # cannot bind its ports): one seen whose process is gone, or seen and gone, means it died.
+    [ ! -f "$PID_FILE" ] || seen=1
+    if [ -n "$seen" ] && ! pid_alive "$PID_FILE" "$PID_PATTERN"; then
       failed "OpenSearch exited"
     fi
     sleep 1
@@ -170,7 +268,7 @@ start() {
 
 status() {
   if responding; then
-    curl -fsS "$URL/_cluster/health?pretty" 2>/dev/null | sed -n 's/.*"\(status\|cluster_name\)".*: "\(.*\)".*/\1: \2/p'
+    "${CURL[@]}" "$URL/_cluster/health?pretty" 2>/dev/null | sed -n 's/.*"\(status\|cluster_name\)".*: "\(.*\)".*/\1: \2/p'
     echo "url: $URL"
     pid_alive "$PID_FILE" "$PID_PATTERN" && echo "pid: $(cat "$PID_FILE")" || echo "pid: (not started by this script)"
   else
@@ -179,10 +277,19 @@ status() {
   fi
 }
 
+# ca: the demo root CA that signed the secured node's certificate, for clients that verify it.
+ca() {
+  [ "$SECURITY" = demo ] || die "the plain node speaks http: no CA (set OPENSEARCH_SECURITY=demo)"
+  local file="$OS_HOME/dist/opensearch-${OPENSEARCH_VERSION:-$DEFAULT_VERSION}/config/root-ca.pem"
+  [ -f "$file" ] || die "no demo root CA at $file yet: run start first"
+  echo "$file"
+}
+
 case "${1:-}" in
   start) start ;;
   stop) stop_pid "$PID_FILE" OpenSearch "$PID_PATTERN" ;;
   status) status ;;
   url) echo "$URL" ;;
-  *) echo "usage: $0 start|stop|status|url" >&2; exit 2 ;;
+  ca) ca ;;
+  *) echo "usage: $0 start|stop|status|url|ca" >&2; exit 2 ;;
 esac

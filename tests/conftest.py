@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from opensearchpy import OpenSearch
 
+from tests.support import secure_cluster as secure
 from tests.support import services
 from tests.support.api import Api
 from tests.support.data import ESCI
@@ -28,6 +29,13 @@ def opensearch_url() -> str:
 @pytest.fixture(scope="session")
 def redis_url() -> str:
     return services.redis_url()
+
+
+@pytest.fixture(scope="session")
+def secure_cluster() -> secure.SecureCluster:
+    """The secured node (security plugin, demo configuration), its users, roles and indices
+    ``wb-sec-a``/``wb-sec-b``: see ``tests/support/secure_cluster.py``."""
+    return secure.secure_cluster()
 
 
 @pytest.fixture(scope="session", autouse=True)
