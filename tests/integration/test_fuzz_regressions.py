@@ -37,3 +37,13 @@ def test_a_settings_section_that_is_not_an_object_is_a_400(api: Api, scope: str,
         assert reply.status == 400, reply.data[:300]
         assert reply.json["error"]["type"] == "settings_exception"
         assert reply.json["error"]["reason"].startswith("Failed to load settings from [")
+
+
+def test_an_unknown_model_in_evaluate_is_a_400_naming_it(api: Api) -> None:
+    """Was a 502 (as if the LLM had failed); the request names no model, so it is a 400."""
+    reply = api.srw("POST", "/_evaluate", {"queryText": "wallet", "judge": "llm", "modelId": "1",
+                                           "hits": [{"id": "a", "title": "a wallet"}]})
+    reply.error(400, "model [1] is neither registered with the workbench (WORKBENCH_MODELS / "
+                     "WORKBENCH_MODELS_FILE) nor available through ML Commons (HTTP 400: no "
+                     "handler found for uri [/_plugins/_ml/models/1/_predict] and method [POST])",
+                "illegal_argument_exception")

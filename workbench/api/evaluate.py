@@ -18,6 +18,7 @@ from workbench.api.srw import repository
 from workbench.errors import BadRequest, WorkbenchError
 from workbench.judgments import evaluate as core
 from workbench.judgments.reference import DEFAULT_THRESHOLDS
+from workbench.llm.mlcommons import UnknownModel
 from workbench.schemas.numbers import MAX_RESULT_WINDOW, bounded_int
 from workbench.store.indices import SEARCH_CONFIG_INDEX
 from workbench.store.search_render import query_error, render
@@ -135,3 +136,5 @@ def evaluate() -> Response:
         return json_response(core.evaluate(services(), request))
     except core.JudgeFailed as exc:
         raise BadGateway(str(exc)) from exc
+    except UnknownModel as exc:
+        raise BadRequest(exc.reason) from exc

@@ -18,6 +18,7 @@ import numpy as np
 from workbench.judgments import reference, rubric
 from workbench.judgments.llm_parse import ParseFailure
 from workbench.llm.base import ChatModel, ChatRequest, LLMError
+from workbench.llm.mlcommons import UnknownModel
 from workbench.llm.registry import resolve
 from workbench.metrics import average_precision, ndcg, precision, reciprocal_rank
 from workbench.services import Services
@@ -229,6 +230,8 @@ def _grade(model: ChatModel, req: Request, batch: list[Result],
     for response_format in (rubric.response_format(), None):
         try:
             result = model.chat(ChatRequest(rubric.SYSTEM_PROMPT, user, response_format))
+        except UnknownModel:
+            raise  # not the LLM failing: the request named no model (a 400)
         except LLMError as exc:
             usage.llm_calls += 1
             reason = exc.reason

@@ -94,6 +94,11 @@ def reported_usage(data_as_map: dict[str, Any]) -> tuple[Any, Any]:
     return None, None
 
 
+class UnknownModel(LLMError):
+    """The model id names neither a registered model nor an ML Commons model of the cluster:
+    the caller's mistake, not a failing LLM."""
+
+
 class MLCommonsModel:
     """``POST /_plugins/_ml/models/<id>/_predict`` on the fronted cluster, with its credentials.
 
@@ -131,7 +136,7 @@ class MLCommonsModel:
             )
             if status == 404 or (status == 400 and b"no handler found" in body):
                 detail = scrub(error_detail(body), [self._password])
-                raise LLMError(
+                raise UnknownModel(
                     self.model_id,
                     f"model [{self.model_id}] is neither registered with the workbench "
                     f"(WORKBENCH_MODELS / WORKBENCH_MODELS_FILE) nor available through ML "
