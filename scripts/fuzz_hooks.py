@@ -1,0 +1,79 @@
+"""Schemathesis hooks of the fuzz stage (``SCHEMATHESIS_HOOKS=scripts.fuzz_hooks``).
+
+Randomly generated ids name nothing, so most generated requests would stop at "does not exist".
+``scripts/fuzz.py`` seeds a few real entities and passes their ids in ``FUZZ_SEEDS``; these hooks
+let Hypothesis choose, case by case, between the generated value and a seeded id, so the fuzzer
+also reaches the code behind the look-ups (with the seed fixed, the choice is reproducible).
+Seeded ids are never put into DELETE paths, so the seeds live through the run.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+import schemathesis
+from hypothesis import strategies as st
+
+SEEDS: dict[str, Any] = json.loads(os.environ.get("FUZZ_SEEDS") or "{}")
+
+
+def _ids(name: str) -> list[str]:
+    value = SEEDS.get(name)
+    if value is None:
+        return []
+    return list(value) if isinstance(value, list) else [value]
+
+
+# Body field -> seeded ids that make sense for it (lists get a list of them).
+BODY_FIELDS: dict[str, list[str]] = {
+    "querySetId": _ids("querySetId"),
+    "searchConfigurationList": _ids("searchConfigurationIds"),
+    "searchConfigurationId": _ids("searchConfigurationIds"),
+    "judgmentList": _ids("judgmentIds"),
+    "existingJudgments": _ids("llmJudgmentIds"),
+    "referenceJudgmentId": _ids("judgmentIds"),
+    "candidateJudgmentId": _ids("judgmentIds")[1:] + _ids("llmJudgmentIds"),
+    "experimentId": _ids("experimentId"),
+    "modelId": _ids("modelId"),
+    "index": _ids("index"),
+}
+
+# First path segment after the SRW prefix -> seeded ids for the path's id parameter.
+PATH_IDS: dict[str, list[str]] = {
+    "query_sets": _ids("querySetId"),
+    "search_configurations": _ids("searchConfigurationIds"),
+    "judgments": _ids("judgmentIds") + _ids("llmJudgmentIds"),
+    "experiments": _ids("experimentId"),
+}
+
+
+def _with_seeds(body: dict[str, Any]) -> dict[str, Any]:
+    out = dict(body)
+    for field, ids in BODY_FIELDS.items():
+        if field in out and ids:
+            out[field] = list(ids) if isinstance(out[field], list) else ids[0]
+    return out
+
+
+@schemathesis.hook
+def flatmap_body(context: Any, body: Any) -> Any:
+    if not isinstance(body, dict) or not any(f in body for f, ids in BODY_FIELDS.items() if ids):
+        return st.just(body)
+    return st.sampled_from([body, _with_seeds(body)])
+
+
+@schemathesis.hook
+def flatmap_path_parameters(context: Any, path_parameters: Any) -> Any:
+    operation = context.operation
+    if (operation is None or operation.method.upper() == "DELETE"
+            or not isinstance(path_parameters, dict)):
+        return st.just(path_parameters)
+    parts = operation.path.split("/")
+    collection = parts[3] if len(parts) > 3 else ""
+    ids = _ids("experimentId") if "/schedule/" in operation.path else PATH_IDS.get(collection, [])
+    names = [n for n in ("entity_id", "job_id") if n in path_parameters]
+    if not ids or not names:
+        return st.just(path_parameters)
+    return st.sampled_from([path_parameters] + [{**path_parameters, names[0]: i} for i in ids])
