@@ -161,6 +161,56 @@ without_rule_framework() {
   rm -rf "$tmp"
 }
 
+# add_modules DIST VERSION: the modules the workbench needs that some integ-test distributions
+# (3.4.0) leave out: lang-painless (scripted updates) and reindex (update/delete by query),
+# assembled from their jars on Maven Central (org.opensearch.plugin:lang-painless and
+# reindex-client, and their dependencies) with the descriptors and policies the full
+# distribution ships.
+add_modules() {
+  local dist=$1 version=$2 tmp module jars
+  [ -d "$dist/modules/lang-painless" ] && [ -d "$dist/modules/reindex" ] && return 0
+  say "the integ-test distribution has no lang-painless/reindex modules: assembling them"
+  tmp=$(mktemp -d)
+  cat >"$tmp/pom.xml" <<POM
+<project xmlns="http://maven.apache.org/POM/4.0.0"><modelVersion>4.0.0</modelVersion>
+<groupId>workbench</groupId><artifactId>modules</artifactId><version>1</version><dependencies>
+<dependency><groupId>org.opensearch.plugin</groupId><artifactId>lang-painless</artifactId>
+<version>$version</version></dependency>
+<dependency><groupId>org.opensearch.plugin</groupId><artifactId>reindex-client</artifactId>
+<version>$version</version></dependency></dependencies></project>
+POM
+  (cd "$tmp" && mvn -B -q org.apache.maven.plugins:maven-dependency-plugin:3.6.1:copy-dependencies \
+    -DincludeScope=runtime -DoutputDirectory=jars >&2) \
+    || { rm -rf "$tmp"; die "mvn could not resolve the lang-painless/reindex $version jars"; }
+  for module in lang-painless reindex; do
+    case $module in
+      lang-painless)
+        jars="lang-painless-* antlr4-runtime-* asm-* opensearch-scripting-painless-spi-*" ;;
+      reindex)
+        jars="reindex-client-* commons-codec-* commons-logging-* httpclient5-* httpcore5-*
+              opensearch-rest-client-* opensearch-ssl-config-* slf4j-api-*" ;;
+    esac
+    rm -rf "$dist/modules/$module" && mkdir -p "$dist/modules/$module"
+    (cd "$tmp/jars" && cp $jars "$dist/modules/$module/")
+  done
+  printf '%s\n' "description=Painless scripting" "version=$version" "name=lang-painless" \
+    "classname=org.opensearch.painless.PainlessModulePlugin" "java.version=21" \
+    "opensearch.version=$version" "custom.foldername=" "extended.plugins=" \
+    "has.native.controller=false" >"$dist/modules/lang-painless/plugin-descriptor.properties"
+  printf '%s\n' 'grant {' '  permission java.lang.RuntimePermission "createClassLoader";' \
+    '  permission java.lang.RuntimePermission "getClassLoader";' '};' \
+    >"$dist/modules/lang-painless/plugin-security.policy"
+  printf '%s\n' "description=Reindex, update and delete by query" "version=$version" \
+    "name=reindex" "classname=org.opensearch.index.reindex.ReindexModulePlugin" \
+    "java.version=21" "opensearch.version=$version" "custom.foldername=" "extended.plugins=" \
+    "has.native.controller=false" >"$dist/modules/reindex/plugin-descriptor.properties"
+  printf '%s\n' 'grant {' '  permission java.net.SocketPermission "*", "connect";' '};' \
+    'grant codeBase "${codebase.opensearch-rest-client}" {' \
+    '  permission java.net.NetPermission "getProxySelector";' '};' \
+    >"$dist/modules/reindex/plugin-security.policy"
+  rm -rf "$tmp"
+}
+
 # install_security DIST VERSION JDK: the security plugin and its demo configuration (HTTPS, demo
 # certificates, admin password), and the workbench's REST impersonation; each step once.
 install_security() {
@@ -221,7 +271,10 @@ start() {
       die "OpenSearch $version needs JDK 21+, the newest under /usr/lib/jvm is $major"
     fi
     dist=$(download "$version")
-    [ "$SECURITY" != demo ] || install_security "$dist" "$version" "$jdk"
+    if [ "$SECURITY" = demo ]; then
+      add_modules "$dist" "$version"
+      install_security "$dist" "$version" "$jdk"
+    fi
     ensure_user
     mkdir -p "$OS_HOME/data" "$NODE_LOG_DIR"
     if [ "$(id -u)" = 0 ]; then
