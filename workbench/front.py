@@ -17,6 +17,7 @@ an unreachable cluster (503) and a timeout (504). One difference: custom header 
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import logging
 import os
@@ -47,9 +48,31 @@ def find_nginx() -> str | None:
     return found or next((p for p in _SBIN if os.access(p, os.X_OK)), None)
 
 
+def verifies_ip_certificate(config: Config) -> bool:
+    """Whether the cluster is reached over verified TLS at an IP address: nginx checks an
+    upstream certificate against host names only, never IP addresses, so it would refuse every
+    such cluster ("upstream SSL certificate does not match")."""
+    cluster = urlsplit(config.opensearch_base_url)
+    if cluster.scheme != "https" or not config.opensearch_verify_certs:
+        return False
+    try:
+        ipaddress.ip_address(cluster.hostname or "")
+    except ValueError:
+        return False
+    return True
+
+
 def chosen_nginx(config: Config) -> str | None:
-    """The nginx to run in front, or None for gunicorn alone (``WORKBENCH_FRONT``)."""
+    """The nginx to run in front, or None for gunicorn alone (``WORKBENCH_FRONT``). ``auto``
+    falls back to gunicorn alone where nginx could not verify the cluster's certificate."""
     if config.front == "none":
+        return None
+    if verifies_ip_certificate(config):
+        if config.front == "nginx":
+            raise ConfigError("WORKBENCH_FRONT=nginx cannot verify the TLS certificate of a "
+                              "cluster addressed by IP; use its host name in OPENSEARCH_URL")
+        log.warning("serving with gunicorn alone: nginx cannot verify the TLS certificate of "
+                    "a cluster addressed by IP (use its host name in OPENSEARCH_URL)")
         return None
     found = find_nginx()
     if found is None and config.front == "nginx":

@@ -102,3 +102,21 @@ def test_readme_configuration_table_is_the_generated_one() -> None:
 
     readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
     assert markdown_table() in readme
+
+
+def test_the_nginx_front_is_not_used_where_it_cannot_verify_the_clusters_certificate() -> None:
+    """nginx checks upstream certificates against host names only: for a cluster reached over
+    verified TLS at an IP address, auto serves with gunicorn alone and nginx is refused."""
+    import pytest
+
+    from workbench.config import Config, ConfigError
+    from workbench.front import chosen_nginx, find_nginx
+
+    by_ip = {"OPENSEARCH_URL": "https://127.0.0.1:9250"}
+    assert chosen_nginx(Config.from_env({**by_ip, "WORKBENCH_FRONT": "auto"})) is None
+    with pytest.raises(ConfigError, match="cannot verify the TLS certificate"):
+        chosen_nginx(Config.from_env({**by_ip, "WORKBENCH_FRONT": "nginx"}))
+    unverified = {**by_ip, "OPENSEARCH_VERIFY_CERTS": "false", "WORKBENCH_FRONT": "auto"}
+    assert chosen_nginx(Config.from_env(unverified)) == find_nginx()
+    by_name = {"OPENSEARCH_URL": "https://localhost:9250", "WORKBENCH_FRONT": "auto"}
+    assert chosen_nginx(Config.from_env(by_name)) == find_nginx()
