@@ -1,6 +1,7 @@
 """The names of the indices the workbench reads and writes (srw-api.md §0, §4), in one place."""
 
 from opensearchpy import OpenSearch
+from opensearchpy.exceptions import NotFoundError
 
 QUERY_SET_INDEX = "search-relevance-queryset"
 SEARCH_CONFIG_INDEX = "search-relevance-search-config"
@@ -19,8 +20,17 @@ MAX_INDEX_NAME_BYTES = 255
 
 
 def index_exists(client: OpenSearch, name: str) -> bool:
-    """Whether a client-given index (or alias or pattern) exists. A name longer than any index
-    can have does not, without asking: in a URL the cluster refuses it with a bodiless 400."""
+    """Whether a client-given index (or alias or pattern) exists for the current identity.
+
+    Asked with an empty search rather than ``HEAD``: on a secured cluster a caller who may not
+    search the index then gets the cluster's own 403 with its reason (a ``HEAD`` has no body).
+    A name longer than any index can have does not exist, without asking: in a URL the cluster
+    refuses it with a bodiless 400."""
     if len(name.encode("utf-8", "surrogatepass")) > MAX_INDEX_NAME_BYTES:
         return False
-    return bool(client.indices.exists(index=name))
+    try:
+        client.search(index=name, body={"size": 0, "track_total_hits": False},
+                      params={"allow_no_indices": "false"})
+    except NotFoundError:
+        return False
+    return True

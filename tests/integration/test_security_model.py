@@ -1,0 +1,302 @@
+"""The workbench in front of a real secured cluster (OpenSearch with the security plugin and its
+demo configuration, see ``tests/support/secure_cluster.py``): nothing can be read or changed
+through the workbench that the caller's own credentials could not read or change on the cluster.
+
+Users: ``alice`` may search ``wb-sec-a``, ``bob`` may search ``wb-sec-b``, ``carol`` sees only
+the red documents of ``wb-sec-c`` (document-level security); all three may use the SRW indices.
+The workbench's own identity is ``workbench`` (all access, allowed to impersonate), and jobs run
+impersonating their creator.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import time
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import urllib3
+
+from tests.conftest import JUDGE_MODEL, LLM_KEY
+from tests.support.api import Api, Reply
+from tests.support.llm_server import LLMServer
+from tests.support.processes import FRONTS, Server, Worker, base_env
+from tests.support.secure_cluster import SecureCluster
+from workbench.store.indices import (
+    EVALUATION_INDEX,
+    EXPERIMENT_INDEX,
+    JOBS_INDEX,
+    JUDGMENT_INDEX,
+    QUERY_SET_INDEX,
+    SEARCH_CONFIG_INDEX,
+)
+
+C_INDEX = "wb-sec-c"
+C_DOCS = [("c1", "red apple", "red"), ("c2", "red cherry", "red"),
+          ("c3", "blue apple", "blue"), ("c4", "blue cherry", "blue")]
+
+
+def cluster_call(sec: SecureCluster, method: str, path: str, body: Any = None,
+                 user: str | None = "admin") -> urllib3.BaseHTTPResponse:
+    """The node itself, as ``user`` (the admin by default; anonymous for None)."""
+    return sec.request(method, path, body, user=user)
+
+
+@pytest.fixture(scope="module")
+def sec(secure_cluster: SecureCluster) -> SecureCluster:
+    """The secured node, plus carol and her document-level-security role on ``wb-sec-c``."""
+    cluster_call(secure_cluster, "DELETE", f"/{C_INDEX}")
+    for doc_id, title, team in C_DOCS:
+        reply = cluster_call(secure_cluster, "PUT", f"/{C_INDEX}/_doc/{doc_id}?refresh=true",
+                             {"title": title, "team": team})
+        assert reply.status in (200, 201), reply.data
+    role = {"cluster_permissions": [],
+            "index_permissions": [{"index_patterns": [C_INDEX],
+                                   "dls": json.dumps({"term": {"team": "red"}}),
+                                   "allowed_actions": ["read", "indices:admin/mappings/get"]}]}
+    assert cluster_call(secure_cluster, "PUT", "/_plugins/_security/api/roles/reader_c_dls",
+                        role).status in (200, 201)
+    user = {"password": secure_cluster.password("carol"),
+            "opendistro_security_roles": ["srw_user", "reader_c_dls"]}
+    assert cluster_call(secure_cluster, "PUT", "/_plugins/_security/api/internalusers/carol",
+                        user).status in (200, 201)
+    return secure_cluster
+
+
+@pytest.fixture(scope="module")
+def sec_env(sec: SecureCluster, redis_url: str, llm_server: LLMServer) -> dict[str, str]:
+    models = [{"id": JUDGE_MODEL, "name": "Test judge", "provider": "openai",
+               "base_url": llm_server.openai_base_url, "model": "judge-1",
+               "api_key_env": "TEST_LLM_KEY"}]
+    # By host name: nginx verifies an upstream certificate against names, never IP addresses.
+    url = sec.url.replace("://127.0.0.1:", "://localhost:")
+    return base_env(url, redis_url, WORKBENCH_QUEUE=f"test-sec-{uuid.uuid4().hex[:8]}",
+                    OPENSEARCH_USERNAME="workbench",
+                    OPENSEARCH_PASSWORD=sec.password("workbench"),
+                    **({"OPENSEARCH_CA_CERTS": sec.ca_certs} if sec.ca_certs
+                       else {"OPENSEARCH_VERIFY_CERTS": "false"}),
+                    WORKBENCH_JOB_IMPERSONATION="true",
+                    WORKBENCH_MODELS=json.dumps(models), TEST_LLM_KEY=LLM_KEY)
+
+
+@pytest.fixture(scope="module", params=FRONTS, ids=[f"front={f}" for f in FRONTS])
+def sec_server(request: pytest.FixtureRequest, sec_env: dict[str, str]) -> Iterator[Server]:
+    srv = Server(sec_env, workers=1, wait_cluster=False, front=request.param)
+    yield srv
+    srv.stop()
+
+
+@pytest.fixture(scope="module")
+def sec_worker(sec_env: dict[str, str]) -> Iterator[Worker]:
+    wrk = Worker(sec_env)
+    yield wrk
+    wrk.stop()
+
+
+class As:
+    """Raw HTTP to the workbench as one user (or anonymously, or with an empty header)."""
+
+    def __init__(self, server: Server, sec: SecureCluster, user: str | None,
+                 authorization: str | None = None) -> None:
+        self.api = Api(server.url)
+        if authorization is not None:
+            self.headers = {"Authorization": authorization}
+        else:
+            self.headers = sec.headers(user)
+
+    def call(self, method: str, path: str, body: Any = None) -> Reply:
+        return self.api.call(method, path, body, headers=self.headers)
+
+    def srw(self, method: str, path: str, body: Any = None) -> Reply:
+        return self.api.srw(method, path, body, headers=self.headers)
+
+
+def forbidden(reply: Reply, user: str) -> None:
+    """The cluster's own 403 for ``user``."""
+    assert reply.status == 403, reply.data[:500]
+    body = reply.json
+    assert body["status"] == 403
+    assert body["error"]["type"] == "security_exception"
+    assert f"User [name={user}" in body["error"]["reason"]
+
+
+def count(sec: SecureCluster, index: str, field: str, value: str) -> int:
+    """Documents of ``index`` whose keyword ``field`` is ``value`` (seen by the admin)."""
+    cluster_call(sec, "POST", f"/{index}/_refresh")
+    reply = cluster_call(sec, "POST", f"/{index}/_count?ignore_unavailable=true",
+                         {"query": {"term": {field: value}}})
+    return int(json.loads(reply.data)["count"])
+
+
+def wait_done(user: As, path: str, timeout: float = 120) -> dict[str, Any]:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        source = user.srw("GET", path).json["hits"]["hits"][0]["_source"]
+        if source["status"] not in ("PROCESSING", "RETRYING"):
+            return source  # type: ignore[no-any-return]
+        time.sleep(0.25)
+    raise AssertionError(f"{path} still running")
+
+
+def config(user: As, index: str) -> str:
+    reply = user.srw("PUT", "/search_configurations", {
+        "name": f"{index} title {uuid.uuid4().hex[:6]}", "index": index,
+        "query": '{"query":{"match":{"title":"%SearchText%"}}}'})
+    assert reply.status == 200, reply.data
+    return str(reply.json["search_configuration_id"])
+
+
+ROUTES: list[tuple[str, str, Any]] = [
+    ("GET", "/_plugins/_search_relevance/query_sets", None),
+    ("PUT", "/_plugins/_search_relevance/query_sets",
+     {"name": "anon", "querySetQueries": [{"queryText": "apple"}]}),
+    ("POST", "/_plugins/_search_relevance/_evaluate",
+     {"queryText": "apple", "index": "wb-sec-a", "searchQuery": {"match_all": {}},
+      "judge": "token_overlap", "referenceAnswer": "apple"}),
+    ("GET", "/_plugins/_search_relevance/stats", None),
+    ("GET", "/_plugins/_search_relevance/experiments", None),
+    ("PUT", "/_plugins/_search_relevance/judgments",
+     {"name": "anon", "type": "IMPORT_JUDGMENT",
+      "judgmentRatings": [{"query": "q", "ratings": [{"docId": "a", "rating": "1"}]}]}),
+    ("GET", "/_cluster/settings", None),
+    ("PUT", "/_cluster/settings",
+     {"persistent": {"plugins.search_relevance.stats_enabled": True}}),
+    ("POST", "/_plugins/_ml/models/_search", {"query": {"match_all": {}}}),
+    ("POST", "/_plugins/ubi/initialize", None),
+    ("GET", "/wb-sec-a/_search", None),
+    ("GET", "/", None),
+]
+
+
+@pytest.mark.parametrize(("method", "path", "body"), ROUTES,
+                         ids=[f"{m} {p}" for m, p, _ in ROUTES])
+def test_requests_without_valid_credentials_get_the_clusters_own_401(
+        sec: SecureCluster, sec_server: Server, method: str, path: str, body: Any) -> None:
+    own = cluster_call(sec, "GET", "/_plugins/_security/authinfo", user=None)
+    assert own.status == 401
+    callers = [As(sec_server, sec, None), As(sec_server, sec, None, authorization=""),
+               As(sec_server, sec, None, authorization="Basic " + base64.b64encode(
+                   b"alice:wrong-password").decode())]
+    for caller in callers:
+        reply = caller.call(method, path, body)
+        assert reply.status == 401, (caller.headers, reply.status, reply.data[:300])
+        assert reply.data == own.data
+        assert reply.headers.get("WWW-Authenticate") == own.headers.get("WWW-Authenticate")
+    assert count(sec, QUERY_SET_INDEX, "name", "anon") == 0
+    assert count(sec, JUDGMENT_INDEX, "name", "anon") == 0
+
+
+def test_evaluate_searches_as_the_caller(sec: SecureCluster, sec_server: Server) -> None:
+    alice = As(sec_server, sec, "alice")
+    body = {"queryText": "apple", "searchQuery": {"query": {"match": {"title": "%SearchText%"}}},
+            "k": 10, "debug": True, "judge": "token_overlap", "referenceAnswer": "red apple"}
+    own = alice.srw("POST", "/_evaluate", {**body, "index": "wb-sec-a"})
+    assert own.status == 200, own.data
+    assert own.json["hits"], own.json
+    assert {hit["id"] for hit in own.json["hits"]} <= {"a1", "a2", "a3", "a4", "a5"}
+    forbidden(alice.srw("POST", "/_evaluate", {**body, "index": "wb-sec-b"}), "alice")
+    forbidden(As(sec_server, sec, "bob").srw("POST", "/_evaluate",
+                                             {**body, "index": "wb-sec-a"}), "bob")
+
+
+def test_lookups_while_answering_run_as_the_caller(sec: SecureCluster,
+                                                   sec_server: Server) -> None:
+    alice = As(sec_server, sec, "alice")
+    name = f"cfg-{uuid.uuid4().hex[:6]}"
+    forbidden(alice.srw("PUT", "/search_configurations", {
+        "name": name, "index": "wb-sec-b",
+        "query": '{"query":{"match":{"title":"%SearchText%"}}}'}), "alice")
+    assert count(sec, SEARCH_CONFIG_INDEX, "name", name) == 0
+    forbidden(alice.srw("POST", "/query_sets", {
+        "name": name, "sampling": "topn", "querySetSize": 5, "ubiQueriesIndex": "wb-sec-b"}),
+        "alice")
+    assert count(sec, QUERY_SET_INDEX, "name", name) == 0
+    forbidden(alice.call("GET", "/wb-sec-b/_search"), "alice")
+    assert alice.call("GET", "/wb-sec-a/_search").status == 200
+
+
+def test_jobs_over_indices_the_caller_cannot_search_are_refused_and_nothing_is_stored(
+        sec: SecureCluster, sec_server: Server) -> None:
+    alice, bob = As(sec_server, sec, "alice"), As(sec_server, sec, "bob")
+    on_a, also_on_a = config(alice, "wb-sec-a"), config(alice, "wb-sec-a")
+    query_set = alice.srw("PUT", "/query_sets", {
+        "name": f"qs-{uuid.uuid4().hex[:6]}",
+        "querySetQueries": [{"queryText": "apple"}]}).json["query_set_id"]
+    name = f"bob-{uuid.uuid4().hex[:6]}"
+    forbidden(bob.srw("PUT", "/judgments", {
+        "name": name, "type": "LLM_JUDGMENT", "modelId": JUDGE_MODEL, "querySetId": query_set,
+        "searchConfigurationList": [on_a], "size": 3}), "bob")
+    forbidden(bob.srw("PUT", "/judgments", {
+        "name": name, "type": "UBI_JUDGMENT", "clickModel": "coec", "maxRank": 10,
+        "ubiEventsIndex": "wb-sec-a"}), "bob")
+    assert count(sec, JUDGMENT_INDEX, "name", name) == 0
+    before = count(sec, EXPERIMENT_INDEX, "querySetId", query_set)
+    forbidden(bob.srw("PUT", "/experiments", {
+        "type": "PAIRWISE_COMPARISON", "querySetId": query_set,
+        "searchConfigurationList": [on_a, also_on_a], "size": 5}), "bob")
+    assert count(sec, EXPERIMENT_INDEX, "querySetId", query_set) == before
+    # alice may; bob may not schedule her experiment
+    created = alice.srw("PUT", "/experiments", {
+        "type": "PAIRWISE_COMPARISON", "querySetId": query_set,
+        "searchConfigurationList": [on_a, also_on_a], "size": 5})
+    assert created.status == 200, created.data
+    experiment_id = created.json["experiment_id"]
+    forbidden(bob.srw("POST", "/experiments/schedule", {
+        "experimentId": experiment_id, "cronExpression": "0 3 * * *"}), "bob")
+    assert count(sec, JOBS_INDEX, "id", experiment_id) == 0
+    scheduled = alice.srw("POST", "/experiments/schedule", {
+        "experimentId": experiment_id, "cronExpression": "0 3 * * *"})
+    assert scheduled.status == 200, scheduled.data
+    job = alice.srw("GET", f"/experiments/schedule/{experiment_id}").json
+    assert job["hits"]["hits"][0]["_source"]["createdBy"] == "alice"
+    assert alice.srw("DELETE", f"/experiments/schedule/{experiment_id}").status == 200
+
+
+def test_jobs_record_their_creator_and_search_as_that_user(
+        sec: SecureCluster, sec_server: Server, sec_worker: Worker) -> None:
+    """carol sees only the red documents of wb-sec-c; the workbench's own identity sees all.
+    Her experiment's results hold only red documents: the job searched as carol."""
+    carol = As(sec_server, sec, "carol")
+    on_c = config(carol, C_INDEX)
+    query_set = carol.srw("PUT", "/query_sets", {
+        "name": f"qs-{uuid.uuid4().hex[:6]}",
+        "querySetQueries": [{"queryText": "apple"}, {"queryText": "cherry"}]}).json[
+        "query_set_id"]
+    judgment = carol.srw("PUT", "/judgments", {
+        "name": f"carol-{uuid.uuid4().hex[:6]}", "type": "IMPORT_JUDGMENT",
+        "judgmentRatings": [{"query": q, "ratings": [{"docId": d, "rating": "1"}
+                                                      for d, _, _ in C_DOCS]}
+                            for q in ("apple", "cherry")]})
+    assert judgment.status == 200, judgment.data
+    judgment_id = judgment.json["judgment_id"]
+    assert wait_done(carol, f"/judgments/{judgment_id}")["status"] == "COMPLETED"
+    created = carol.srw("PUT", "/experiments", {
+        "type": "POINTWISE_EVALUATION", "querySetId": query_set,
+        "searchConfigurationList": [on_c], "judgmentList": [judgment_id], "size": 10})
+    assert created.status == 200, created.data
+    experiment_id = created.json["experiment_id"]
+    experiment = wait_done(carol, f"/experiments/{experiment_id}")
+    assert experiment["status"] == "COMPLETED", experiment
+    assert experiment["createdBy"] == "carol"
+    results = json.loads(cluster_call(sec, "POST", f"/{EVALUATION_INDEX}/_search", {
+        "query": {"term": {"experimentId": experiment_id}}, "size": 100}).data)
+    found = {doc_id for hit in results["hits"]["hits"] for doc_id in hit["_source"]["documentIds"]}
+    assert found == {"c1", "c2"}  # the workbench's own identity would have found c3, c4 too
+
+
+def test_anonymous_callers_borrow_the_workbench_identity_only_when_the_operator_opts_in(
+        sec: SecureCluster, sec_env: dict[str, str]) -> None:
+    server = Server(dict(sec_env, WORKBENCH_ANONYMOUS_AS_SERVICE="true"), workers=1,
+                    wait_cluster=False)
+    try:
+        assert As(server, sec, None).srw("GET", "/query_sets").status == 200
+        assert As(server, sec, None).call("GET", "/wb-sec-b/_search").status == 200
+        empty = As(server, sec, None, authorization="")
+        assert empty.srw("GET", "/query_sets").status == 401
+        assert empty.call("GET", "/wb-sec-b/_search").status == 401
+        forbidden(As(server, sec, "alice").call("GET", "/wb-sec-b/_search"), "alice")
+    finally:
+        server.stop()
