@@ -300,3 +300,137 @@ def test_anonymous_callers_borrow_the_workbench_identity_only_when_the_operator_
         forbidden(As(server, sec, "alice").call("GET", "/wb-sec-b/_search"), "alice")
     finally:
         server.stop()
+
+
+OWN = {"alice": ("wb-sec-a", "wb-sec-b"), "bob": ("wb-sec-b", "wb-sec-a")}
+
+
+@pytest.mark.parametrize("user", sorted(OWN))
+def test_every_route_answers_each_user_as_the_cluster_would(
+        sec: SecureCluster, sec_server: Server, sec_worker: Worker, llm: LLMServer,
+        user: str) -> None:
+    """Every route the workbench answers, and the pass-through, called as ``user``: what the
+    user's own permissions allow answers as it would on an open cluster, what they do not is the
+    cluster's 403; nothing answers 401 or 5xx. The route table is the app's own, so a new route
+    fails this test until it is exercised here."""
+    from workbench.app import create_app
+
+    own, other = OWN[user]
+    me, admin = As(sec_server, sec, user), As(sec_server, sec, "admin")
+    seen: dict[tuple[str, str], set[int]] = {}
+
+    def call(method: str, rule: str, path: str, body: Any = None, expect: int = 200) -> Reply:
+        reply = me.call(method, path, body)
+        assert reply.status == expect, (method, path, reply.status, reply.data[:400])
+        if expect == 403:
+            forbidden(reply, user)
+        seen.setdefault((method, rule), set()).add(reply.status)
+        return reply
+
+    srw = "/_plugins/_search_relevance"
+    theirs = config(admin, other)
+    # query sets
+    qs = call("PUT", f"{srw}/query_sets", f"{srw}/query_sets", {
+        "name": f"qs-{user}-{uuid.uuid4().hex[:6]}",
+        "querySetQueries": [{"queryText": "apple"}, {"queryText": "cherry"}]}).json["query_set_id"]
+    call("POST", f"{srw}/query_sets", f"{srw}/query_sets", {
+        "name": "sampled", "sampling": "topn", "querySetSize": 5, "ubiQueriesIndex": other},
+        expect=403)
+    call("GET", f"{srw}/query_sets", f"{srw}/query_sets")
+    call("GET", f"{srw}/query_sets/<entity_id>", f"{srw}/query_sets/{qs}")
+    for method in ("GET", "POST"):
+        call(method, f"{srw}/query_sets/_search", f"{srw}/query_sets/_search")
+    # search configurations
+    mine = call("PUT", f"{srw}/search_configurations", f"{srw}/search_configurations", {
+        "name": f"cfg-{user}-{uuid.uuid4().hex[:6]}", "index": own,
+        "query": '{"query":{"match":{"title":"%SearchText%"}}}'}).json["search_configuration_id"]
+    call("PUT", f"{srw}/search_configurations", f"{srw}/search_configurations", {
+        "name": f"cfg-{user}-{uuid.uuid4().hex[:6]}", "index": other,
+        "query": '{"query":{"match":{"title":"%SearchText%"}}}'}, expect=403)
+    call("GET", f"{srw}/search_configurations", f"{srw}/search_configurations")
+    call("GET", f"{srw}/search_configurations/<entity_id>",
+         f"{srw}/search_configurations/{mine}")
+    for method in ("GET", "POST"):
+        call(method, f"{srw}/search_configurations/_search", f"{srw}/search_configurations/_search")
+    # judgments
+    imported = call("PUT", f"{srw}/judgments", f"{srw}/judgments", {
+        "name": f"imp-{user}-{uuid.uuid4().hex[:6]}", "type": "IMPORT_JUDGMENT",
+        "judgmentRatings": [{"query": "apple", "ratings": [{"docId": f"{own[-1]}1",
+                                                            "rating": "1"}]}]}).json["judgment_id"]
+    llm_body = {"name": f"llm-{user}-{uuid.uuid4().hex[:6]}", "type": "LLM_JUDGMENT",
+                "modelId": JUDGE_MODEL, "querySetId": qs, "size": 3}
+    rated = call("PUT", f"{srw}/judgments", f"{srw}/judgments",
+                 {**llm_body, "searchConfigurationList": [mine]}).json["judgment_id"]
+    call("PUT", f"{srw}/judgments", f"{srw}/judgments",
+         {**llm_body, "searchConfigurationList": [theirs]}, expect=403)
+    assert wait_done(me, f"/judgments/{imported}")["status"] == "COMPLETED"
+    assert wait_done(me, f"/judgments/{rated}")["status"] == "COMPLETED"
+    call("GET", f"{srw}/judgments", f"{srw}/judgments")
+    call("GET", f"{srw}/judgments/<entity_id>", f"{srw}/judgments/{rated}")
+    for method in ("GET", "POST"):
+        call(method, f"{srw}/judgments/_search", f"{srw}/judgments/_search")
+    call("PUT", f"{srw}/judgments/<entity_id>", f"{srw}/judgments/{rated}", {
+        "judgmentRatings": [{"query": "apple", "ratings": [{"docId": f"{own[-1]}1",
+                                                            "rating": 1}]}]})
+    retried = call("POST", f"{srw}/judgments/<entity_id>/_retry",
+                   f"{srw}/judgments/{rated}/_retry", expect=400)
+    assert retried.reason == "No failed documents to retry"
+    call("POST", f"{srw}/judgments/_compare", f"{srw}/judgments/_compare",
+         {"referenceJudgmentId": imported, "candidateJudgmentId": rated})
+    # experiments and schedules
+    experiment_body = {"type": "POINTWISE_EVALUATION", "querySetId": qs, "size": 5,
+                       "judgmentList": [imported]}
+    experiment = call("PUT", f"{srw}/experiments", f"{srw}/experiments", {
+        **experiment_body, "searchConfigurationList": [mine]}).json["experiment_id"]
+    call("PUT", f"{srw}/experiments", f"{srw}/experiments",
+         {**experiment_body, "searchConfigurationList": [theirs]}, expect=403)
+    assert wait_done(me, f"/experiments/{experiment}")["status"] == "COMPLETED"
+    call("GET", f"{srw}/experiments", f"{srw}/experiments")
+    call("GET", f"{srw}/experiments/<entity_id>", f"{srw}/experiments/{experiment}")
+    for method in ("GET", "POST"):
+        call(method, f"{srw}/experiments/_search", f"{srw}/experiments/_search")
+    call("GET", f"{srw}/experiments/<entity_id>/validate",
+         f"{srw}/experiments/{experiment}/validate")
+    call("PATCH", f"{srw}/experiments/<entity_id>", f"{srw}/experiments/{experiment}",
+         {"description": f"patched by {user}"})
+    call("POST", f"{srw}/experiments/schedule", f"{srw}/experiments/schedule",
+         {"experimentId": experiment, "cronExpression": "0 3 * * *"})
+    call("GET", f"{srw}/experiments/schedule", f"{srw}/experiments/schedule")
+    call("GET", f"{srw}/experiments/schedule/<job_id>",
+         f"{srw}/experiments/schedule/{experiment}")
+    call("DELETE", f"{srw}/experiments/schedule/<job_id>",
+         f"{srw}/experiments/schedule/{experiment}")
+    # on the spot, stats, settings, models, UBI, the document
+    evaluate = {"queryText": "apple", "k": 5, "judge": "token_overlap", "referenceAnswer": "apple",
+                "searchQuery": {"query": {"match": {"title": "%SearchText%"}}}}
+    call("POST", f"{srw}/_evaluate", f"{srw}/_evaluate", {**evaluate, "index": own})
+    call("POST", f"{srw}/_evaluate", f"{srw}/_evaluate", {**evaluate, "index": other},
+         expect=403)
+    node = next(iter(call("GET", f"{srw}/stats", f"{srw}/stats").json["nodes"]))
+    call("GET", f"{srw}/stats/<stat>", f"{srw}/stats/experiment_executions")
+    call("GET", f"{srw}/<node_id>/stats", f"{srw}/{node}/stats")
+    call("GET", f"{srw}/<node_id>/stats/<stat>", f"{srw}/{node}/stats/experiment_executions")
+    call("GET", "/_cluster/settings", "/_cluster/settings")
+    call("PUT", "/_cluster/settings", "/_cluster/settings",
+         {"persistent": {"plugins.search_relevance.stats_enabled": True}})
+    for method in ("GET", "POST"):
+        call(method, "/_plugins/_ml/models/_search", "/_plugins/_ml/models/_search",
+             {"query": {"match_all": {}}})
+    call("POST", "/_plugins/ubi/initialize", "/_plugins/ubi/initialize", expect=403)
+    call("GET", f"{srw}/_openapi", f"{srw}/_openapi")
+    # deletes
+    call("DELETE", f"{srw}/experiments/<entity_id>", f"{srw}/experiments/{experiment}")
+    for judgment in (imported, rated):
+        call("DELETE", f"{srw}/judgments/<entity_id>", f"{srw}/judgments/{judgment}")
+    call("DELETE", f"{srw}/search_configurations/<entity_id>",
+         f"{srw}/search_configurations/{mine}")
+    call("DELETE", f"{srw}/query_sets/<entity_id>", f"{srw}/query_sets/{qs}")
+    # the pass-through
+    call("GET", "pass-through", f"/{own}/_search")
+    call("GET", "pass-through", f"/{other}/_search", expect=403)
+    call("POST", "pass-through", f"/{own}/_doc", {"title": "written"}, expect=403)
+
+    routes = {(method, rule.rule) for rule in create_app().url_map.iter_rules()
+              if rule.endpoint != "proxy.pass_through"
+              for method in rule.methods - {"HEAD", "OPTIONS"}}
+    assert routes - set(seen) == set(), "routes not exercised as each user"
