@@ -214,3 +214,23 @@ def test_deleting_the_experiment_removes_its_schedule(api: Api, experiment: str,
                                               "cronExpression": "0 3 * * *"})
     assert api.srw("DELETE", f"/experiments/{copy}").status == 200
     assert not direct.exists(index=JOBS, id=copy)
+
+
+def test_a_schedule_that_cannot_fire_does_not_stop_the_others(
+        api: Api, experiment: str, env: dict[str, str], direct: OpenSearch) -> None:
+    """A schedule stored before crons were checked (one that never fires) is logged and passed
+    over; the other schedules still fire."""
+    bad = f"never-{experiment}"
+    direct.index(index=JOBS, id=bad, refresh=True, body={
+        "id": bad, "enabled": True, "enabledTime": 0, "lastUpdateTime": 0,
+        "schedule": {"cron": {"expression": "0 0 30 2 *", "timezone": "UTC"}}})
+    api.srw("POST", "/experiments/schedule", {"experimentId": experiment,
+                                              "cronExpression": "* * * * *"})
+    try:
+        scheduler = Scheduler(Services(Config.from_env(env)))
+        started = scheduler.tick(now=datetime.now(UTC) + timedelta(minutes=2))
+        assert len(started) == 1
+        assert wait_history(direct, started[0])["experimentId"] == experiment
+    finally:
+        api.srw("DELETE", f"/experiments/schedule/{experiment}")
+        direct.delete(index=JOBS, id=bad, refresh=True)

@@ -95,7 +95,11 @@ class Scheduler:
         started = []
         for hit in jobs:
             job = hit["_source"]
-            history_id = self._maybe_fire(job, now)
+            try:
+                history_id = self._maybe_fire(job, now)
+            except Exception:  # one bad schedule must not stop the others
+                log.exception("schedule %s could not be fired", job.get("id"))
+                continue
             if history_id:
                 started.append(history_id)
         return started
