@@ -11,7 +11,7 @@ Fails (exit status 1) on any 5xx and on any answer the document does not describ
 content type or body); schemathesis prints each failure with a curl line that reproduces it.
 Afterwards it deletes the SRW entities created during the run and restores the
 ``plugins.search_relevance.*`` settings, so point it at a cluster nobody else is writing SRW
-entities to at the same time (CI runs it after the test suite), or pass ``--keep``.
+entities to at the same time (CI runs it before the test suite), or pass ``--keep``.
 
     scripts/fuzz.sh [--max-examples 100] [--seed N] [--max-seconds 480] [--keep]
                     [-- <extra schemathesis options>]
