@@ -6,6 +6,7 @@ import logging
 
 from flask import Flask, Response, request
 from opensearchpy.exceptions import ConnectionError as OpenSearchConnectionError
+from opensearchpy.exceptions import ConnectionTimeout as OpenSearchConnectionTimeout
 from opensearchpy.exceptions import TransportError
 from werkzeug.exceptions import HTTPException, RequestEntityTooLarge
 
@@ -17,6 +18,7 @@ from workbench.api import proxy as proxy_api
 from workbench.api import srw as srw_api
 from workbench.config import Config
 from workbench.errors import (
+    ClusterTimeout,
     ClusterUnavailable,
     MethodNotAllowedError,
     PayloadTooLarge,
@@ -70,7 +72,12 @@ def _register_error_handlers(app: Flask, config: Config) -> None:
     @app.errorhandler(TransportError)
     def cluster_error(exc: TransportError) -> Response:
         """An error the cluster answered while the workbench worked for the client: the
-        cluster's own status and body; unreachable is a 503 naming the cluster."""
+        cluster's own status and body; unreachable is a 503 naming the cluster, no answer within
+        OPENSEARCH_TIMEOUT a 504 (``ConnectionTimeout`` subclasses ``ConnectionError``: first)."""
+        if isinstance(exc, OpenSearchConnectionTimeout):
+            timeout = ClusterTimeout(f"OpenSearch cluster at {config.opensearch_url_safe} did not "
+                                     f"answer within {config.opensearch_timeout:g}s")
+            return json_response(timeout.body(), timeout.status)
         if isinstance(exc, OpenSearchConnectionError):
             unavailable = ClusterUnavailable(
                 f"OpenSearch cluster at {config.opensearch_url_safe} is unreachable")

@@ -116,6 +116,9 @@ def nginx_conf(config: Config, api_port: int, prefixes: tuple[str, ...], run_dir
     port = cluster.port or (443 if https else 80)
     netloc = _host_port(host, port)
     path_prefix = cluster.path.rstrip("/")
+    # The cluster gets OPENSEARCH_TIMEOUT between two reads or writes, as in the Python proxy;
+    # gunicorn gets 30 s more, so that it answers its own 504 for an SRW route first.
+    cluster_timeout = f"{max(1, round(config.opensearch_timeout * 1000))}ms"
     timeout = int(config.opensearch_timeout) + 30
     limit = config.max_request_bytes
     base = config.opensearch_base_url
@@ -178,8 +181,8 @@ def nginx_conf(config: Config, api_port: int, prefixes: tuple[str, ...], run_dir
         "    proxy_hide_header Proxy-Authenticate;",
         "    proxy_hide_header Trailer;",
         "    proxy_connect_timeout 10s;",
-        f"    proxy_send_timeout {timeout}s;",
-        f"    proxy_read_timeout {timeout}s;",
+        f"    proxy_send_timeout {cluster_timeout};",
+        f"    proxy_read_timeout {cluster_timeout};",
         f"    client_body_timeout {timeout}s;",
         f"    send_timeout {timeout}s;",
     ]
@@ -221,6 +224,8 @@ def nginx_conf(config: Config, api_port: int, prefixes: tuple[str, ...], run_dir
             "      client_max_body_size 0;",  # the app applies the limit itself
             "      access_log off;",  # gunicorn logs these
             "      error_page 502 504 = @api_down;",
+            f"      proxy_send_timeout {timeout}s;",
+            f"      proxy_read_timeout {timeout}s;",
             "      proxy_pass http://workbench_api;",
             "    }",
         ]

@@ -14,7 +14,7 @@ import urllib3
 from opensearchpy import OpenSearch
 
 from tests.support.processes import FRONTS, Server, free_port
-from tests.support.relay import TcpRelay
+from tests.support.relay import SilentEndpoint, TcpRelay
 
 http = urllib3.PoolManager(retries=False, timeout=300)
 MB = 1024 * 1024
@@ -164,6 +164,35 @@ def test_unreachable_cluster_is_503_then_recovers(env: dict[str, str], opensearc
         relay.stop()
         srv.stop()
     assert secret not in srv.log()
+
+
+@pytest.mark.parametrize("front", FRONTS)
+def test_frozen_cluster_is_504_within_the_timeout(env: dict[str, str], front: str) -> None:
+    """A node that accepts connections and never answers: an SRW route (opensearch-py) and a
+    pass-through GET (Python proxy or nginx) both answer 504 after about OPENSEARCH_TIMEOUT."""
+    frozen = SilentEndpoint()
+    limit = 2.0
+    srv = Server(dict(env, OPENSEARCH_URL=f"http://127.0.0.1:{frozen.port}",
+                      OPENSEARCH_TIMEOUT=str(limit)), workers=1, wait_cluster=False, front=front)
+    try:
+        reason = (f"OpenSearch cluster at http://127.0.0.1:{frozen.port} did not answer within "
+                  f"{limit:g}s")
+        for path in ("/_plugins/_search_relevance/query_sets", "/_cluster/health",
+                     "/some-index/_search?q=a"):
+            started = time.monotonic()
+            answer = http.request("GET", srv.url + path)
+            took = time.monotonic() - started
+            print(f"\n{front} GET {path}: {answer.status} in {took:.2f}s")
+            assert answer.status == 504, answer.data[:500]
+            assert json.loads(answer.data) == {
+                "error": {"root_cause": [{"type": "timeout_exception", "reason": reason}],
+                          "type": "timeout_exception", "reason": reason},
+                "status": 504,
+            }
+            assert limit - 0.1 <= took < limit + 3, f"{path} took {took:.1f}s"
+    finally:
+        srv.stop()
+        frozen.stop()
 
 
 @pytest.mark.parametrize("front", FRONTS)

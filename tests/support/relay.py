@@ -115,3 +115,31 @@ class RecordingEndpoint:
     def stop(self) -> None:
         self._server.shutdown()
         self._server.server_close()
+
+
+class SilentEndpoint:
+    """A TCP endpoint that accepts connections and never answers: a frozen node."""
+
+    def __init__(self) -> None:
+        self._server = socket.socket()
+        self._server.bind(("127.0.0.1", 0))
+        self._server.listen(256)
+        self.port = int(self._server.getsockname()[1])
+        self._conns: list[socket.socket] = []
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                conn, _ = self._server.accept()
+            except OSError:
+                return
+            self._conns.append(conn)  # held open, never read from or written to
+
+    def stop(self) -> None:
+        with suppress(OSError):
+            self._server.shutdown(socket.SHUT_RDWR)
+        self._server.close()
+        for conn in self._conns:
+            with suppress(OSError):
+                conn.close()
