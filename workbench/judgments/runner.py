@@ -12,7 +12,9 @@ from typing import Any
 
 from opensearchpy.exceptions import ConflictError, NotFoundError
 
+from workbench.jobs.base import JobFailed
 from workbench.judgments import imported, llm, reference_job, ubi
+from workbench.judgments.limits import size_error
 from workbench.services import Services
 from workbench.store.indices import JUDGMENT_INDEX
 from workbench.store.repository import Repository
@@ -63,7 +65,12 @@ def retry(svc: Services, judgment_id: str) -> None:
 
 
 def write(repo: Repository, hit: dict[str, Any], fields: dict[str, Any]) -> None:
-    """Replace the document with its finished form, unless it changed since it was read."""
+    """Replace the document with its finished form, unless it changed since it was read. A list
+    too big to store fails the job here, before anything is written (UBI and LLM lists are
+    sized only once generated)."""
+    error = size_error(fields["judgmentRatings"])
+    if error:
+        raise JobFailed(error)
     doc = {**hit["_source"], **fields}
     try:
         repo.put(doc, seq_no=hit["_seq_no"], primary_term=hit["_primary_term"])

@@ -13,9 +13,14 @@ from pathlib import Path
 from typing import Any
 
 from opensearchpy import OpenSearch
-from opensearchpy.exceptions import RequestError
+from opensearchpy.exceptions import RequestError, TransportError
 
 log = logging.getLogger(__name__)
+
+# Dynamic limits a mapping file may raise: an index created by an earlier version, with a lower
+# value, is brought up to the file's (``index.mapping.nested_objects.limit`` grew so that big
+# judgment lists can be stored).
+RAISED_SETTINGS = ("index.mapping.nested_objects.limit",)
 
 
 @dataclass(frozen=True)
@@ -51,6 +56,7 @@ def ensure_index(client: OpenSearch, spec: IndexSpec, name: str | None = None) -
         client.indices.create(index=index, body=spec.body)
     except RequestError as exc:
         if exc.error in ("resource_already_exists_exception", "index_already_exists_exception"):
+            raise_settings(client, spec, index)
             return False
         raise
     log.info("created index %s", index)
@@ -60,3 +66,35 @@ def ensure_index(client: OpenSearch, spec: IndexSpec, name: str | None = None) -
 def ensure_indices(client: OpenSearch, folder: str | Path) -> list[str]:
     """Create every missing system index; returns the names created by this call."""
     return [spec.name for spec in load_specs(folder) if ensure_index(client, spec)]
+
+
+def _flat(settings: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    flat: dict[str, Any] = {}
+    for key, value in settings.items():
+        if isinstance(value, dict):
+            flat.update(_flat(value, f"{prefix}{key}."))
+        else:
+            flat[prefix + key] = value
+    return flat
+
+
+def raise_settings(client: OpenSearch, spec: IndexSpec, index: str) -> None:
+    """Apply the spec's ``RAISED_SETTINGS`` to an existing index whose values are lower. One
+    settings read when nothing is to do; a failure is logged, not raised (the index still
+    works, only below the new limit)."""
+    wanted = {key: int(value) for key, value in _flat(spec.body.get("settings") or {}).items()
+              if key in RAISED_SETTINGS}
+    if not wanted:
+        return
+    try:
+        answer = client.indices.get_settings(index=index, name=",".join(wanted),
+                                             include_defaults=True, flat_settings=True)
+        for name, found in answer.items():
+            current = {**found.get("defaults", {}), **found.get("settings", {})}
+            lower = {key: value for key, value in wanted.items()
+                     if int(current.get(key, 0)) < value}
+            if lower:
+                client.indices.put_settings(index=name, body=lower)
+                log.info("raised settings of index %s: %s", name, lower)
+    except TransportError as exc:
+        log.warning("could not check the settings of index %s: %s", index, exc)

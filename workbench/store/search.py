@@ -25,9 +25,37 @@ class SearchFailure:
     reason: str
 
 
-# What an evaluation needs of each answer: ids, scores and timing (a fraction of the bytes).
+class ShardFailure(Exception):
+    """A search answered from only some of its shards: its results are partial, so the job that
+    relies on them fails rather than finish on part of the data."""
+
+
+def check_shards(answer: dict[str, Any], index: str) -> dict[str, Any]:
+    """``answer`` when every shard answered; else raises ``ShardFailure`` naming the indices
+    and the first failure's reason. Every search a job relies on goes through here."""
+    shards = answer.get("_shards") or {}
+    if not shards.get("failed"):
+        return answer
+    failures = shards.get("failures") or []
+    indices = sorted({str(f["index"]) for f in failures if f.get("index")}) or [index]
+    reason = (failures[0].get("reason") if failures else None) or {}
+    if isinstance(reason, dict):
+        cause = reason.get("caused_by") or {}
+        text = f"{reason.get('type', 'error')}: {reason.get('reason', '')}"
+        if cause.get("reason"):
+            text += f" (caused by {cause.get('type', 'error')}: {cause['reason']})"
+    else:
+        text = str(reason)
+    raise ShardFailure(f"search on [{index}] failed on {shards['failed']} of "
+                       f"{shards.get('total', '?')} shards of index(es) [{', '.join(indices)}]: "
+                       f"{text}")
+
+
+# What an evaluation needs of each answer: ids, scores, timing and shard failures (a fraction of
+# the bytes).
 IDS_ONLY = ("responses.took,responses.status,responses.error,responses.hits.hits._id,"
-            "responses.hits.hits._score")
+            "responses.hits.hits._score,responses._shards.failed,responses._shards.total,"
+            "responses._shards.failures")
 
 
 Answer = dict[str, Any] | SearchFailure
@@ -36,7 +64,8 @@ Answer = dict[str, Any] | SearchFailure
 def msearch(client: OpenSearch, searches: list[RenderedSearch], batch: int = BATCH,
             ids_only: bool = False) -> list[Answer]:
     """Answers in the order of ``searches``. ``ids_only`` asks for hit ids and scores only (no
-    ``_source``), which is all an experiment reads."""
+    ``_source``), which is all an experiment reads. A search answered by only some of its shards
+    raises ``ShardFailure``."""
     results: list[Answer | None] = [None] * len(searches)
     for positions, answers in msearch_batches(client, searches, batch, ids_only):
         for position, answer in zip(positions, answers, strict=True):
@@ -69,7 +98,8 @@ def msearch_batches(client: OpenSearch, searches: list[RenderedSearch], batch: i
             params["filter_path"] = IDS_ONLY
         answer = client.msearch(body="\n".join(lines) + "\n", params=params,
                                 request_timeout=300)
-        return [_result(response) for response in answer["responses"]]
+        return [_result(response, searches[position].index)
+                for position, response in zip(chunk, answer["responses"], strict=True)]
 
     with ThreadPoolExecutor(1, thread_name_prefix="msearch") as pool:
         pending = [pool.submit(carry(send), *chunk) for chunk in chunks[:1]]
@@ -79,9 +109,9 @@ def msearch_batches(client: OpenSearch, searches: list[RenderedSearch], batch: i
             yield chunk, pending[number].result()
 
 
-def _result(response: dict[str, Any]) -> dict[str, Any] | SearchFailure:
+def _result(response: dict[str, Any], index: str) -> dict[str, Any] | SearchFailure:
     if "error" not in response:
-        return response
+        return check_shards(response, index)
     error = response["error"]
     if isinstance(error, dict):
         cause = (error.get("root_cause") or [error])[0]

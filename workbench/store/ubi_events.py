@@ -14,6 +14,7 @@ from typing import Any
 from opensearchpy import OpenSearch
 
 from workbench.store.indices import index_exists
+from workbench.store.search import check_shards
 
 ORDINAL = "event_attributes.position.ordinal"
 OBJECT_ID = "event_attributes.object.object_id"
@@ -67,7 +68,7 @@ def rank_counts(client: OpenSearch, index: str, query: dict[str, Any],
             "aggs": {"positions": {"terms": {"field": ORDINAL, "size": max_rank}}},
         }},
     }
-    answer = client.search(index=index, body=body, request_timeout=300)
+    answer = check_shards(client.search(index=index, body=body, request_timeout=300), index)
     clicks: dict[int, int] = {}
     impressions: dict[int, int] = {}
     for action in answer["aggregations"]["actions"]["buckets"]:
@@ -120,7 +121,8 @@ def cells(client: OpenSearch, index: str, query: dict[str, Any]) -> Iterator[Cel
         if after:
             composite["after"] = after
         body = {"size": 0, "query": query, "aggs": {"cells": {"composite": composite}}}
-        page = client.search(index=index, body=body, request_timeout=300)["aggregations"]["cells"]
+        answer = check_shards(client.search(index=index, body=body, request_timeout=300), index)
+        page = answer["aggregations"]["cells"]
         buckets = page["buckets"]
         for bucket in buckets:
             key = bucket["key"]
