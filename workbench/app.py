@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 
+import redis.exceptions
 from flask import Flask, Response, request
 from opensearchpy.exceptions import ConnectionError as OpenSearchConnectionError
 from opensearchpy.exceptions import ConnectionTimeout as OpenSearchConnectionTimeout
@@ -16,12 +17,13 @@ from workbench.api import ml as ml_api
 from workbench.api import openapi as openapi_api
 from workbench.api import proxy as proxy_api
 from workbench.api import srw as srw_api
-from workbench.config import Config
+from workbench.config import Config, redact_url
 from workbench.errors import (
     ClusterTimeout,
     ClusterUnavailable,
     MethodNotAllowedError,
     PayloadTooLarge,
+    RedisUnavailable,
     TextError,
     WorkbenchError,
     envelope,
@@ -86,6 +88,17 @@ def _register_error_handlers(app: Flask, config: Config) -> None:
         info = exc.info if isinstance(exc.info, dict) else envelope(
             status, str(exc.error), str(exc.info))
         return json_response(info, status)
+
+    @app.errorhandler(redis.exceptions.ConnectionError)
+    @app.errorhandler(redis.exceptions.TimeoutError)
+    def redis_error(exc: redis.exceptions.RedisError) -> Response:
+        """Redis (stats counters, schedule bookkeeping) down: a 503 naming it, not a 500."""
+        log.error("Redis unavailable on %s %s: %s", request.method, request.path,
+                  type(exc).__name__)
+        unavailable = RedisUnavailable(
+            f"Redis at {redact_url(config.redis_url)} (REDIS_URL) cannot be reached: "
+            f"{type(exc).__name__}")
+        return json_response(unavailable.body(), unavailable.status)
 
     @app.errorhandler(TextError)
     def text_error(exc: TextError) -> Response:

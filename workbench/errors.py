@@ -140,6 +140,13 @@ class ClusterTimeout(WorkbenchError):
     error_type = "timeout_exception"
 
 
+class RedisUnavailable(WorkbenchError):
+    """The workbench's Redis (stats counters, schedule bookkeeping) cannot be reached (503)."""
+
+    status = 503
+    error_type = "redis_unavailable_exception"
+
+
 class TextError(Exception):
     """An answer the SRW contract gives as a bare ``text/plain`` body, e.g. the workbench gate."""
 

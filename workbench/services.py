@@ -59,9 +59,13 @@ class Services:
         return EventStats(self.redis)
 
     def record_event(self, name: str) -> None:
-        """Count an SRW event, unless stats are switched off."""
+        """Count an SRW event, unless stats are switched off. Best effort: the event (a queued
+        job) has happened, so Redis down loses the count, not the answer."""
         if self.settings.load().value("stats_enabled"):
-            self.stats.record(name)
+            try:
+                self.stats.record(name)
+            except redis.exceptions.RedisError as exc:
+                log.warning("could not count %s: Redis: %s", name, type(exc).__name__)
 
     def ensure_indices(self) -> None:
         """Create missing system indices once per process; later calls cost nothing."""

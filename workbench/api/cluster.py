@@ -100,6 +100,9 @@ def put_cluster_settings() -> Response:
         {(PREFIX + "*" if _reaches_ours(k) else k): v for k, v in mine[scope].items()}, scope)
         for scope in SCOPES}
 
+    svc = services()
+    if any(k.endswith(("stats_enabled", "*")) for scope in SCOPES for k in changes[scope]):
+        svc.redis.ping()  # switching stats off resets the counters: Redis down is a 503 first
     answer: dict[str, Any] = {"acknowledged": True, "persistent": {}, "transient": {}}
     if any(theirs.values()):
         status, answer = _cluster_call("PUT", {s: nest(theirs[s]) for s in SCOPES if theirs[s]},
@@ -107,7 +110,6 @@ def put_cluster_settings() -> Response:
         if status >= 300:
             return json_response(answer, status)
 
-    svc = services()
     before, after = svc.settings.apply(changes["persistent"], changes["transient"])
     if before.value("stats_enabled") and not after.value("stats_enabled"):
         svc.stats.reset()

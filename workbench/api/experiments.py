@@ -19,7 +19,7 @@ from workbench.errors import BadRequest, Conflict, NotFound
 from workbench.experiments.create import new_experiment, optional_text
 from workbench.experiments.runner import EVENTS
 from workbench.experiments.signature import validate
-from workbench.jobs.queue import enqueue
+from workbench.jobs.queue import QueueUnavailable, enqueue
 from workbench.schemas.text import DESCRIPTION_LIMIT, NAME_LIMIT
 from workbench.store.indices import (
     EVALUATION_INDEX,
@@ -42,13 +42,13 @@ def put_experiment() -> Response:
     doc.update(caller.created_by())
     repo = repository(EXPERIMENT_INDEX)
     result = repo.create(doc)
-    svc.record_event("experiment_executions")
-    svc.record_event(EVENTS[doc["type"]])
     try:
         enqueue("workbench.experiments.run", doc["id"])
-    except Exception as exc:
-        repo.update_fields(doc["id"], {"status": "ERROR", "results": [{"error": str(exc)}]})
+    except QueueUnavailable:
+        repo.delete(doc["id"])  # never queued: leave nothing PROCESSING behind
         raise
+    svc.record_event("experiment_executions")
+    svc.record_event(EVENTS[doc["type"]])
     return json_response({"experiment_id": doc["id"],
                           "experiment_result": str(result["result"]).upper()})
 

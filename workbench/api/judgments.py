@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from contextlib import suppress
 from datetime import UTC, datetime
 from typing import Any
 
@@ -21,7 +22,7 @@ from workbench.api.srw import (
 )
 from workbench.errors import BadRequest, Conflict, NotFound
 from workbench.javafmt import double_to_string
-from workbench.jobs.queue import enqueue
+from workbench.jobs.queue import QueueUnavailable, enqueue
 from workbench.judgments import agreement, summary
 from workbench.judgments.create import new_judgment
 from workbench.metrics import relevance_threshold
@@ -47,9 +48,8 @@ def put_judgment() -> Response:
     repo.create(doc)
     try:
         enqueue("workbench.judgments.generate", doc["id"])
-    except Exception as exc:
-        repo.update_fields(doc["id"], {"status": "ERROR",
-                                       "metadata": {"error": str(exc)}, "judgmentRatings": []})
+    except QueueUnavailable:
+        repo.delete(doc["id"])  # never queued: leave nothing PROCESSING behind
         raise
     return json_response({"judgment_id": doc["id"]})
 
@@ -108,10 +108,16 @@ def retry_judgment(entity_id: str) -> Response:
     caller.refuse_unless_searchable(doc["metadata"].get("searchConfigurationList") or [])
     updated = {**doc, "status": "RETRYING", "timestamp": now_iso()}
     try:
-        repo.put(updated, seq_no=hit["_seq_no"], primary_term=hit["_primary_term"])
+        written = repo.put(updated, seq_no=hit["_seq_no"], primary_term=hit["_primary_term"])
     except ConflictError:
         raise Conflict("A concurrent retry is already in progress for this judgment") from None
-    enqueue("workbench.judgments.retry", entity_id)
+    try:
+        enqueue("workbench.judgments.retry", entity_id)
+    except QueueUnavailable:
+        # Back to the status and timestamp it had, unless something changed it meanwhile.
+        with suppress(ConflictError):
+            repo.put(doc, seq_no=written["_seq_no"], primary_term=written["_primary_term"])
+        raise
     return json_response({"judgment_id": entity_id, "status": "RETRYING",
                           "message": "Retrying failed documents"})
 

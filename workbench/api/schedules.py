@@ -44,8 +44,9 @@ def schedule_experiment() -> Response:
     if jobs.get_source(experiment_id) is not None:
         raise Conflict(f"Experiment [{experiment_id}] is already scheduled", status=409,
                        error_type="version_conflict_engine_exception")
+    # A new schedule starts afresh; before the job is written, so Redis down leaves nothing.
+    services().redis.delete(last_fire_key(experiment_id))
     result = jobs.create({**job_document(experiment_id, expression), **caller.created_by()})
-    services().redis.delete(last_fire_key(experiment_id))  # a new schedule starts afresh
     experiments.update_fields(experiment_id, {"isScheduled": True,
                                               "scheduledExperimentJobId": experiment_id})
     return json_response({"job_id": experiment_id, "job_result": str(result["result"]).upper()})

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 
 from kombu.exceptions import OperationalError
+from redis.exceptions import RedisError
 
 from workbench.errors import WorkbenchError
 from workbench.jobs.celery_app import celery_app
@@ -17,13 +18,18 @@ class QueueUnavailable(WorkbenchError):
     error_type = "queue_unavailable_exception"
 
 
+# One quick retry: the API must answer (503) within a few seconds when the broker is down.
+RETRY_POLICY = {"max_retries": 1, "interval_start": 0.2, "interval_step": 0.5,
+                "interval_max": 1.0}
+
+
 def enqueue(task_name: str, entity_id: str) -> None:
-    """Queue ``task_name(entity_id)``; a broker that cannot be reached is a 503."""
+    """Queue ``task_name(entity_id)``; a broker that cannot be reached is a 503. Callers undo
+    what they wrote for the job, so nothing is left waiting for a job that was never queued."""
     try:
         celery_app.send_task(task_name, args=[entity_id], task_id=f"{task_name}:{entity_id}",
-                             retry=True, retry_policy={"max_retries": 2, "interval_start": 0.2,
-                                                       "interval_step": 0.5})
-    except (OperationalError, OSError) as exc:
+                             retry=True, retry_policy=RETRY_POLICY)
+    except (OperationalError, OSError, RedisError) as exc:
         log.error("could not queue %s for %s: %s", task_name, entity_id, type(exc).__name__)
         raise QueueUnavailable(
             "The job queue (Redis) cannot be reached; the job was not started") from exc
