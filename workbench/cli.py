@@ -117,7 +117,13 @@ def _worker(config: Config, args: argparse.Namespace) -> int:
 
     @worker_ready.connect(weak=False)
     def _sweep_stuck_jobs(**_: object) -> None:
-        sweeper.start(lambda: make_client(config), config.job_timeout)
+        import redis
+
+        from workbench.jobs.queue import enqueue
+
+        lease_redis = redis.Redis.from_url(config.redis_url, socket_timeout=10)
+        sweeper.start(lambda: make_client(config), lambda: lease_redis, config.lease_seconds,
+                      config.job_max_attempts, enqueue)
 
     app.worker_main(
         [

@@ -139,7 +139,15 @@ class Config:
         "Largest request body accepted, in bytes (OpenSearch's default is 100 MB).")
     job_timeout: int = setting(
         3600, "WORKBENCH_JOB_TIMEOUT", _positive_int,
-        "Seconds after which a job still PROCESSING is considered lost and ends ERROR.")
+        "Longest a job may run: it ends ERROR after this many seconds of work (Celery's time "
+        "limit). Time spent waiting in the queue does not count.")
+    lease_seconds: float = setting(
+        60.0, "WORKBENCH_LEASE_SECONDS", _positive_float,
+        "TTL of a running job's lease in Redis, renewed every third of it; a job whose lease "
+        "lapses (its worker died) is queued again after about twice this long.")
+    job_max_attempts: int = setting(
+        3, "WORKBENCH_JOB_MAX_ATTEMPTS", _positive_int,
+        "Times a job whose worker or message was lost is queued again before it ends ERROR.")
     models_file: str | None = setting(
         None, "WORKBENCH_MODELS_FILE", _optional_str,
         "JSON file of LLM models registered with the workbench (see README, LLM models).")

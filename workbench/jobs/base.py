@@ -4,6 +4,8 @@
   is delivered again (jobs are idempotent: they take an entity id and overwrite its result).
 * Transient faults (cluster or broker unreachable) are retried with exponential backoff.
 * A job that fails for good writes ``status: ERROR`` and its reason into the entity document.
+* A running job holds a lease in Redis (``jobs.leases``), renewed while it works; a message
+  that arrives while another live worker holds the lease (a late redelivery) does nothing.
 """
 
 from __future__ import annotations
@@ -11,11 +13,14 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+import redis
 from celery import Task
+from celery.exceptions import Retry
 from opensearchpy.exceptions import ConnectionError as OpenSearchConnectionError
 from opensearchpy.exceptions import ConnectionTimeout
 
 from workbench.errors import ClusterUnavailable
+from workbench.jobs import leases
 from workbench.jobs.celery_app import worker_client, worker_services
 from workbench.store.identity import Identity, acting_as, service_identity
 
@@ -59,9 +64,31 @@ class WorkbenchTask(Task):
     status_index: str | None = None
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        """Run the job as the identity it was created for (``store.identity``)."""
-        with acting_as(self.job_identity(args, kwargs)):
-            return super().__call__(*args, **kwargs)
+        """Run the job under its lease, as the identity it was created for (``store.identity``).
+        Another worker's live lease means the job is running there: this delivery does nothing
+        (its message is acknowledged)."""
+        entity_id = args[0] if args else kwargs.get("entity_id")
+        lease = None
+        if self.status_index and entity_id and self.request.id is not None:
+            svc = worker_services()
+            lease = leases.Lease(svc.redis, self.name, str(entity_id), svc.config.lease_seconds)
+            try:
+                if not lease.acquire(wait=min(5.0, svc.config.lease_seconds)):
+                    return None
+            except redis.exceptions.RedisError as exc:
+                log.warning("%s for %s runs without a lease (Redis: %s)", self.name, entity_id,
+                            type(exc).__name__)
+                lease = None
+        requeued = False
+        try:
+            with acting_as(self.job_identity(args, kwargs)):
+                return super().__call__(*args, **kwargs)
+        except Retry:
+            requeued = True
+            raise
+        finally:
+            if lease is not None:
+                lease.release(requeued)
 
     def job_identity(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Identity:
         """The service identity; with ``WORKBENCH_JOB_IMPERSONATION``, impersonating the user

@@ -1,74 +1,137 @@
-"""No job stays PROCESSING forever: entities whose job has run longer than
-``WORKBENCH_JOB_TIMEOUT`` (a worker died and nothing redelivered it) are marked ERROR.
+"""No job stays PROCESSING forever, and no job is failed for waiting: leases, not ages.
 
-Runs in every ``workbench worker`` main process, on a timer; the update is conditional on the
-status so two sweepers never fight and a job that finishes meanwhile keeps its result.
+Every PROCESSING/RETRYING entity has a queued marker or a live lease in Redis (``jobs.leases``).
+The sweeper looks at those older than a grace period (twice the lease TTL: the API writes the
+entity a moment before it queues the job) and re-queues each that has neither — its worker died
+and its lease lapsed, or its message was lost with a Redis that kept nothing on disk. After
+``WORKBENCH_JOB_MAX_ATTEMPTS`` re-runs the entity ends ERROR with what happened.
+
+Runs in every ``workbench worker`` main process, on a timer. Two sweepers may re-queue the same
+entity at once: the second message finds the first one's lease (or a final status) and does
+nothing. The ERROR update is conditional on the status, so a job that finishes meanwhile keeps
+its result.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import redis
 from opensearchpy import OpenSearch
 
-from workbench.store.indices import EXPERIMENT_INDEX, JUDGMENT_INDEX
+from workbench.jobs import leases
+from workbench.store.indices import EXPERIMENT_INDEX, HISTORY_INDEX, JUDGMENT_INDEX
 
 log = logging.getLogger(__name__)
 
-# index -> (statuses that mean "a job is running", fields written when it is lost)
-WATCHED: dict[str, tuple[tuple[str, ...], str]] = {
+_JUDGMENT_ERROR = (
+    "ctx._source.status = 'ERROR'; "
+    "if (ctx._source.metadata == null) { ctx._source.metadata = [:]; } "
+    "ctx._source.metadata.error = params.reason;")
+
+# index -> (status field, {status: task that runs it}, script writing ERROR and params.reason)
+WATCHED: dict[str, tuple[str, dict[str, str], str]] = {
     JUDGMENT_INDEX: (
-        ("PROCESSING", "RETRYING"),
-        "ctx._source.status = 'ERROR'; "
-        "if (ctx._source.metadata == null) { ctx._source.metadata = [:]; } "
-        "ctx._source.metadata.error = params.reason;",
+        "status.keyword",
+        {"PROCESSING": "workbench.judgments.generate", "RETRYING": "workbench.judgments.retry"},
+        _JUDGMENT_ERROR,
     ),
     EXPERIMENT_INDEX: (
-        ("PROCESSING",),
+        "status",
+        {"PROCESSING": "workbench.experiments.run"},
         "ctx._source.status = 'ERROR'; ctx._source.results = [['error': params.reason]];",
+    ),
+    HISTORY_INDEX: (
+        "status",
+        {"PROCESSING": "workbench.experiments.scheduled_run"},
+        "ctx._source.status = 'ERROR'; ctx._source.results = ['error': params.reason];",
     ),
 }
 
+PAGE = 500
 
-def sweep(client: OpenSearch, timeout_seconds: int) -> int:
-    """Mark every entity stuck longer than the timeout; returns how many were marked."""
-    cutoff = (datetime.now(UTC) - timedelta(seconds=timeout_seconds)).strftime(
-        "%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
-    reason = (f"the job did not finish within {timeout_seconds} seconds "
-              "(WORKBENCH_JOB_TIMEOUT); its worker was lost")
-    marked = 0
-    for index, (statuses, script) in WATCHED.items():
-        status_field = "status.keyword" if index == JUDGMENT_INDEX else "status"
-        query: dict[str, Any] = {"bool": {"filter": [
-            {"terms": {status_field: list(statuses)}},
-            {"range": {"timestamp": {"lt": cutoff}}},
-        ]}}
+
+def _iso(moment: datetime) -> str:
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+
+
+def sweep(client: OpenSearch, r: redis.Redis, lease_seconds: float, max_attempts: int,
+          enqueue: Callable[[str, str], None]) -> dict[str, int]:
+    """One pass; returns how many entities were re-queued and how many were marked ERROR."""
+    cutoff = _iso(datetime.now(UTC) - timedelta(seconds=2 * lease_seconds))
+    counts = {"requeued": 0, "failed": 0}
+    for index, (status_field, tasks, script) in WATCHED.items():
         if not client.indices.exists(index=index):
             continue
-        answer = client.update_by_query(
-            index=index, body={"query": query, "script": {"source": script,
-                                                            "params": {"reason": reason}}},
-            refresh=True, conflicts="proceed")
-        marked += int(answer.get("updated", 0))
-    if marked:
-        log.warning("marked %d stuck job(s) ERROR", marked)
-    return marked
+        answer = client.search(index=index, body={
+            "size": PAGE, "_source": ["status"], "sort": [{"timestamp": "asc"}],
+            "query": {"bool": {"filter": [
+                {"terms": {status_field: list(tasks)}},
+                {"range": {"timestamp": {"lt": cutoff}}},
+            ]}}}, params={"ignore_unavailable": "true"})
+        for hit in answer["hits"]["hits"]:
+            status = hit["_source"].get("status")
+            task = tasks.get(status)
+            if task is None:
+                continue
+            _check(client, r, index, script, status_field, status, task, hit["_id"],
+                   max_attempts, enqueue, counts)
+    if counts["requeued"] or counts["failed"]:
+        log.warning("lost jobs: %(requeued)d queued again, %(failed)d marked ERROR", counts)
+    return counts
 
 
-def start(client_factory: Any, timeout_seconds: int) -> threading.Thread:
-    """Sweep every ``min(60, timeout / 4)`` seconds in a daemon thread."""
-    period = max(1.0, min(60.0, timeout_seconds / 4))
+def _check(client: OpenSearch, r: redis.Redis, index: str, script: str, status_field: str,
+           status: str, task: str, entity_id: str, max_attempts: int,
+           enqueue: Callable[[str, str], None], counts: dict[str, int]) -> None:
+    queued, lease = leases.state(r, task, entity_id)
+    if queued is not None:
+        return
+    if lease is not None:
+        if not leases.holder_is_dead(lease):
+            return
+        leases.release_if(r, leases.lease_key(task, entity_id), lease)  # its process is gone
+        lost = "worker"
+    else:
+        lost = "worker or queued message"
+    key = leases.attempts_key(task, entity_id)
+    attempts = int(r.incr(key))
+    r.expire(key, leases.ATTEMPTS_TTL)
+    if attempts <= max_attempts:
+        log.warning("%s %s lost its %s; queued again (re-run %d of %d)", task, entity_id, lost,
+                    attempts, max_attempts)
+        enqueue(task, entity_id)
+        counts["requeued"] += 1
+        return
+    reason = (f"the job was lost {attempts} times (its worker died or its queued message was "
+              f"lost) and was queued again {max_attempts} times (WORKBENCH_JOB_MAX_ATTEMPTS)")
+    guarded = f"if (ctx._source.status != params.status) {{ ctx.op = 'noop'; return; }} {script}"
+    answer = client.update_by_query(
+        index=index, refresh=True, conflicts="proceed",
+        body={"query": {"bool": {"filter": [{"ids": {"values": [entity_id]}},
+                                            {"term": {status_field: status}}]}},
+              "script": {"source": guarded, "params": {"reason": reason, "status": status}}})
+    if answer.get("updated"):
+        log.error("%s %s: %s", task, entity_id, reason)
+        counts["failed"] += 1
+
+
+def start(client_factory: Any, redis_factory: Any, lease_seconds: float, max_attempts: int,
+          enqueue: Callable[[str, str], None]) -> threading.Thread:
+    """Sweep every ``min(60, lease / 2)`` seconds in a daemon thread."""
+    period = max(0.5, min(60.0, lease_seconds / 2))
     stop = threading.Event()
 
     def loop() -> None:
         while not stop.wait(period):
             try:
-                sweep(client_factory(), timeout_seconds)
+                sweep(client_factory(), redis_factory(), lease_seconds, max_attempts, enqueue)
             except Exception:
-                log.exception("sweeping stuck jobs failed")
+                log.exception("sweeping lost jobs failed")
 
     thread = threading.Thread(target=loop, name="job-sweeper", daemon=True)
     thread.start()

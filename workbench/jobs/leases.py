@@ -1,0 +1,156 @@
+"""Leases, not ages: Redis keys that say a job is queued or running.
+
+* ``workbench:queued:<task>:<entity id>`` (no TTL) is written by ``enqueue`` before the message is
+  sent, and removed by the job once it holds its lease.
+* ``workbench:lease:<task>:<entity id>`` (value: host, pid and a token; TTL
+  ``WORKBENCH_LEASE_SECONDS``) is taken by the job when it starts, renewed by a heartbeat thread
+  every third of the TTL and deleted when the job ends.
+* ``workbench:attempts:<task>:<entity id>`` counts the sweeper's re-runs of a lost job.
+
+Invariant: every PROCESSING/RETRYING entity has a queued marker or a live lease (each step writes
+the next key before it deletes the previous one). The sweeper re-queues an entity that has
+neither: its worker died (the lease lapsed) or its message was lost.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import threading
+import time
+import uuid
+from typing import Any
+
+import redis
+
+log = logging.getLogger(__name__)
+
+ATTEMPTS_TTL = 7 * 86400
+
+# Renew if the lease is still ours (or gone, as after a Redis that lost its data); 0 if another
+# holder has it.
+_RENEW = """
+local v = redis.call('GET', KEYS[1])
+if v == false or v == ARGV[1] then
+  redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+  return 1
+end
+return 0
+"""
+# Delete only if the value is still the expected one.
+_RELEASE = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  return redis.call('DEL', KEYS[1])
+end
+return 0
+"""
+
+
+def queued_key(task: str, entity_id: str) -> str:
+    return f"workbench:queued:{task}:{entity_id}"
+
+
+def lease_key(task: str, entity_id: str) -> str:
+    return f"workbench:lease:{task}:{entity_id}"
+
+
+def attempts_key(task: str, entity_id: str) -> str:
+    return f"workbench:attempts:{task}:{entity_id}"
+
+
+def holder_value() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:12]}"
+
+
+def holder_is_dead(value: bytes | str | None) -> bool:
+    """True when the lease was taken by a process of this host that no longer exists (a pool
+    process killed, or a whole worker killed and a new one started on the same host). Holders on
+    other hosts are judged by their lease's TTL alone."""
+    if value is None:
+        return False
+    text = value.decode() if isinstance(value, bytes) else value
+    host, _, rest = text.rpartition(":")[0].rpartition(":")
+    if host != socket.gethostname() or not rest.isdigit():
+        return False
+    pid = int(rest)
+    if pid == os.getpid():
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return False
+    return False
+
+
+def release_if(r: redis.Redis, key: str, value: bytes | str) -> bool:
+    return bool(r.eval(_RELEASE, 1, key, value))
+
+
+class Lease:
+    """A job's lease on its entity, kept alive by a heartbeat thread until ``release``."""
+
+    def __init__(self, r: redis.Redis, task: str, entity_id: str, ttl: float) -> None:
+        self.redis = r
+        self.task = task
+        self.entity_id = entity_id
+        self.key = lease_key(task, entity_id)
+        self.ttl_ms = max(1000, int(ttl * 1000))
+        self.value = holder_value()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def acquire(self, wait: float) -> bool:
+        """Take the lease; a live lease of another holder is waited for up to ``wait`` seconds
+        (a retry of the same job arrives while its previous attempt is still releasing)."""
+        deadline = time.monotonic() + wait
+        while True:
+            if self.redis.set(self.key, self.value, nx=True, px=self.ttl_ms):
+                break
+            current = self.redis.get(self.key)
+            if holder_is_dead(current) and current is not None:
+                release_if(self.redis, self.key, current)
+                continue
+            if time.monotonic() >= deadline:
+                log.info("%s for %s: lease held by %r; another worker runs it", self.task,
+                         self.entity_id, current)
+                return False
+            time.sleep(0.2)
+        self.redis.delete(queued_key(self.task, self.entity_id))
+        self._thread = threading.Thread(target=self._beat, name="job-lease", daemon=True)
+        self._thread.start()
+        return True
+
+    def _beat(self) -> None:
+        while not self._stop.wait(self.ttl_ms / 3000):
+            try:
+                if not self.redis.eval(_RENEW, 1, self.key, self.value, self.ttl_ms):
+                    log.warning("%s for %s: the lease was taken by another worker",
+                                self.task, self.entity_id)
+            except redis.exceptions.RedisError as exc:
+                log.warning("could not renew the lease of %s: %s", self.entity_id,
+                            type(exc).__name__)
+
+    def release(self, requeued: bool) -> None:
+        """End the heartbeat and drop the lease; ``requeued`` (a retry was sent) writes the
+        queued marker first, so the entity is never without either key."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(5)
+        try:
+            if requeued:
+                self.redis.set(queued_key(self.task, self.entity_id), "retry")
+            else:
+                self.redis.delete(attempts_key(self.task, self.entity_id))
+            release_if(self.redis, self.key, self.value)
+        except redis.exceptions.RedisError as exc:
+            log.warning("could not release the lease of %s: %s", self.entity_id,
+                        type(exc).__name__)
+
+
+def state(r: redis.Redis, task: str, entity_id: str) -> tuple[Any, Any]:
+    """(queued marker, lease holder) read at one instant."""
+    queued, lease = r.mget([queued_key(task, entity_id), lease_key(task, entity_id)])
+    return queued, lease
