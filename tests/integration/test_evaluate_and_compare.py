@@ -16,6 +16,7 @@ from tests.conftest import JUDGE_MODEL
 from tests.support.api import Api
 from tests.support.llm_server import LLMServer
 from tests.support.processes import Worker
+from workbench.store.repository import now_iso
 
 PRODUCTS = {
     "r1": {"title": "red running shoes", "description": "light shoes for running", "price": 50},
@@ -295,7 +296,9 @@ def test_compare_bad_input(api: Api, worker: Worker, direct: OpenSearch) -> None
         404, "Judgment not found: missing")
     running = str(uuid.uuid4())
     direct.index(index="search-relevance-judgment", id=running, refresh=True, body={
-        "id": running, "timestamp": "2026-01-01T00:00:00.000Z", "name": "busy",
+        # Dated now: a PROCESSING entity is only looked at by the workers' sweepers after
+        # twice the lease time (README, reliability), so this one stays untouched.
+        "id": running, "timestamp": now_iso(), "name": "busy",
         "status": "PROCESSING", "type": "LLM_JUDGMENT", "metadata": {}, "judgmentRatings": []})
     try:
         api.srw("POST", "/judgments/_compare", {"referenceJudgmentId": done,
