@@ -375,6 +375,8 @@ def test_every_route_answers_each_user_as_the_cluster_would(
     retried = call("POST", f"{srw}/judgments/<entity_id>/_retry",
                    f"{srw}/judgments/{rated}/_retry", expect=400)
     assert retried.reason == "No failed documents to retry"
+    call("POST", f"{srw}/judgments/<entity_id>/_cancel", f"{srw}/judgments/{rated}/_cancel",
+         expect=409)  # finished: nothing to cancel
     call("POST", f"{srw}/judgments/_compare", f"{srw}/judgments/_compare",
          {"referenceJudgmentId": imported, "candidateJudgmentId": rated})
     # experiments and schedules
@@ -391,6 +393,8 @@ def test_every_route_answers_each_user_as_the_cluster_would(
         call(method, f"{srw}/experiments/_search", f"{srw}/experiments/_search")
     call("GET", f"{srw}/experiments/<entity_id>/validate",
          f"{srw}/experiments/{experiment}/validate")
+    call("POST", f"{srw}/experiments/<entity_id>/_cancel",
+         f"{srw}/experiments/{experiment}/_cancel", expect=409)  # finished: nothing to cancel
     call("PATCH", f"{srw}/experiments/<entity_id>", f"{srw}/experiments/{experiment}",
          {"description": f"patched by {user}"})
     call("POST", f"{srw}/experiments/schedule", f"{srw}/experiments/schedule",

@@ -19,6 +19,7 @@ from workbench.errors import BadRequest, Conflict, NotFound
 from workbench.experiments.create import new_experiment, optional_text
 from workbench.experiments.runner import EVENTS
 from workbench.experiments.signature import validate
+from workbench.jobs.control import request_cancel
 from workbench.jobs.queue import QueueUnavailable, enqueue
 from workbench.schemas.text import DESCRIPTION_LIMIT, NAME_LIMIT
 from workbench.store.indices import (
@@ -71,7 +72,11 @@ def get_experiment(entity_id: str) -> Response:
 @bp.delete("/<entity_id>")
 def delete_experiment(entity_id: str) -> Response:
     """Cascade: evaluation results, variants, the schedule and its history, then the
-    experiment itself."""
+    experiment itself. A running experiment's job is cancelled first (Redis down: 503, nothing
+    deleted); it removes what it wrote after the cascade."""
+    hit = repository(EXPERIMENT_INDEX).get_hit(entity_id, ["status"])
+    if hit is not None and hit["_source"].get("status") == "PROCESSING":
+        request_cancel(services().redis, entity_id)
     by_experiment = {"term": {"experimentId": entity_id}}
     repository(EVALUATION_INDEX).delete_by_query(by_experiment)
     repository(VARIANT_INDEX).delete_by_query(by_experiment)
@@ -80,6 +85,24 @@ def delete_experiment(entity_id: str) -> Response:
     if jobs.get_source(entity_id) is not None:
         jobs.delete(entity_id)
     return delete_entity(repository(EXPERIMENT_INDEX), entity_id)
+
+
+@bp.post("/<entity_id>/_cancel")
+def cancel_experiment(entity_id: str) -> Response:
+    """Ask the job of a PROCESSING experiment to stop; the job removes the evaluation results
+    and variants it wrote and ends it ERROR with ``results: [{"error": "cancelled by the
+    user"}]`` within seconds."""
+    hit = repository(EXPERIMENT_INDEX).get_hit(entity_id, ["status"])
+    if hit is None:
+        raise NotFound(f"Experiment not found: {entity_id}")
+    status = hit["_source"].get("status")
+    if status != "PROCESSING":
+        raise Conflict(f"Experiment [{entity_id}] is {status}; only a PROCESSING experiment "
+                       "can be cancelled")
+    request_cancel(services().redis, entity_id)
+    return json_response({"experiment_id": entity_id, "status": "CANCELLING",
+                          "message": "The job stops within seconds and ends ERROR "
+                                     "(cancelled by the user)"})
 
 
 @bp.patch("/<entity_id>")

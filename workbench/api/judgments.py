@@ -22,6 +22,7 @@ from workbench.api.srw import (
 )
 from workbench.errors import BadRequest, Conflict, NotFound
 from workbench.javafmt import double_to_string
+from workbench.jobs.control import forget_cancel, request_cancel
 from workbench.jobs.queue import QueueUnavailable, enqueue
 from workbench.judgments import agreement, summary
 from workbench.judgments.create import new_judgment
@@ -33,6 +34,7 @@ bp = Blueprint("judgments", __name__, url_prefix="/judgments")
 
 HEAVY = ["judgmentRatings.ratings"]
 RETRY_GRACE_SECONDS = 300
+RUNNING = ("PROCESSING", "RETRYING")
 
 
 @bp.put("")
@@ -74,8 +76,30 @@ def get_judgment(entity_id: str) -> Response:
 
 @bp.delete("/<entity_id>")
 def delete_judgment(entity_id: str) -> Response:
+    """A running judgment's job is cancelled first (Redis down: 503, nothing deleted)."""
     refuse_if_used("judgmentList", entity_id, "judgement")
+    repo = repository(JUDGMENT_INDEX)
+    hit = repo.get_hit(entity_id, ["status"])
+    if hit is not None and hit["_source"].get("status") in RUNNING:
+        request_cancel(services().redis, entity_id)
     return delete_entity(repository(JUDGMENT_INDEX), entity_id)
+
+
+@bp.post("/<entity_id>/_cancel")
+def cancel_judgment(entity_id: str) -> Response:
+    """Ask the job of a PROCESSING or RETRYING judgment to stop; the job ends it ERROR with
+    ``metadata.error: "cancelled by the user"`` within seconds."""
+    hit = repository(JUDGMENT_INDEX).get_hit(entity_id, ["status"])
+    if hit is None:
+        raise NotFound(f"Judgment not found: {entity_id}")
+    status = hit["_source"].get("status")
+    if status not in RUNNING:
+        raise Conflict(f"Judgment [{entity_id}] is {status}; only a PROCESSING or RETRYING "
+                       "judgment can be cancelled")
+    request_cancel(services().redis, entity_id)
+    return json_response({"judgment_id": entity_id, "status": "CANCELLING",
+                          "message": "The job stops within seconds and ends ERROR "
+                                     "(cancelled by the user)"})
 
 
 def _age_seconds(timestamp: str | None) -> float:
@@ -106,6 +130,7 @@ def retry_judgment(entity_id: str) -> Response:
     if not doc.get("metadata"):
         raise BadRequest("Judgment metadata is missing")
     caller.refuse_unless_searchable(doc["metadata"].get("searchConfigurationList") or [])
+    forget_cancel(services().redis, entity_id)  # a late cancel of an earlier run
     updated = {**doc, "status": "RETRYING", "timestamp": now_iso()}
     try:
         written = repo.put(updated, seq_no=hit["_seq_no"], primary_term=hit["_primary_term"])

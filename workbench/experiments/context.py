@@ -13,6 +13,7 @@ from typing import Any
 from opensearchpy.helpers import bulk
 
 from workbench.jobs.base import JobFailed
+from workbench.jobs.control import JobControl
 from workbench.metrics import MetricError, validate_ratings
 from workbench.querysets.entries import QueryEntry, read_entries
 from workbench.services import Services
@@ -54,6 +55,7 @@ class RunContext:
     judgments: list[dict[str, Any]]
     run_id: str | None = None
     deadline: float | None = None
+    control: JobControl | None = None
     entries: list[QueryEntry] = field(default_factory=list)
     _ratings: dict[str, dict[str, float]] = field(default_factory=dict)
     _rows: list[dict[str, dict[str, Any]]] = field(default_factory=list)
@@ -76,8 +78,16 @@ class RunContext:
         return int(self.experiment["size"])
 
     def check_time(self) -> None:
+        """Between units of work: stop a cancelled run, and a scheduled run past its time."""
+        if self.control is not None:
+            self.control.check()
         if self.deadline is not None and time.monotonic() > self.deadline:
             raise RunTimedOut("the scheduled run exceeded scheduled_experiments_timeout")
+
+    def advance(self, pairs: int) -> None:
+        """``pairs`` more (query, search configuration) pairs done (throttled progress)."""
+        if self.control is not None:
+            self.control.advance(pairs)
 
     def ratings(self, entry: QueryEntry) -> dict[str, float]:
         """docId -> rating for one query over every judgment of the experiment (later lists win);

@@ -109,7 +109,8 @@ def run(ctx: RunContext, writer: Writer) -> list[dict[str, Any]]:
                 writer.add(VARIANT_INDEX, variant)
             results.append({"searchConfigurationId": config_id,
                             "evaluationResults": evaluations, "query_text": entry.query_text})
-        ctx.check_time()
+            ctx.advance(1)
+            ctx.check_time()
     return results
 
 

@@ -14,8 +14,9 @@ from opensearchpy.exceptions import ConflictError, NotFoundError
 from workbench.experiments import hybrid, pairwise, pointwise
 from workbench.experiments.context import RunContext, Writer, load
 from workbench.experiments.signature import signature
+from workbench.jobs.control import Cancelled, JobControl
 from workbench.services import Services
-from workbench.store.indices import EXPERIMENT_INDEX
+from workbench.store.indices import EVALUATION_INDEX, EXPERIMENT_INDEX, VARIANT_INDEX
 from workbench.store.repository import Repository, now_iso
 
 log = logging.getLogger(__name__)
@@ -35,9 +36,28 @@ EVENTS = {
 def execute(ctx: RunContext) -> list[dict[str, Any]]:
     """Run the experiment's type and write its evaluation results and variants."""
     writer = Writer(ctx.svc)
-    results = RUNNERS[ctx.experiment["type"]](ctx, writer)
+    try:
+        results = RUNNERS[ctx.experiment["type"]](ctx, writer)
+    except Cancelled:
+        discard(ctx, writer)
+        raise
     writer.flush(refresh=True)
     return results
+
+
+def discard(ctx: RunContext, writer: Writer) -> None:
+    """A cancelled run leaves no partial evaluation results or variants: the writes in flight
+    are awaited, then everything the experiment wrote is deleted (a scheduled run, which has no
+    cancel, would delete only its own)."""
+    try:
+        writer.flush(refresh=True)  # searchable, so that the delete below finds them
+    except Exception:
+        log.exception("experiment %s: writes in flight failed while cancelling", ctx.experiment_id)
+    query: dict[str, Any] = {"term": {"experimentId": ctx.experiment_id}}
+    if ctx.run_id:
+        query = {"bool": {"filter": [query, {"term": {"scheduledRunId": ctx.run_id}}]}}
+    for index in (EVALUATION_INDEX, VARIANT_INDEX):
+        Repository(ctx.svc.client, index).delete_by_query(query)
 
 
 def run(svc: Services, experiment_id: str) -> None:
@@ -48,8 +68,12 @@ def run(svc: Services, experiment_id: str) -> None:
                  experiment_id)
         return
     experiment = hit["_source"]
+    control = JobControl(svc, EXPERIMENT_INDEX, hit, "pairs", in_metadata=False)
+    control.check()  # cancelled while queued
     ctx = load(svc, experiment)
-    results = execute(ctx)
+    ctx.control = control
+    control.start(len(ctx.entries) * len(ctx.configs), "searching")
+    results = execute(ctx)  # a cancel arriving now is too late: the run completes
     done = {**experiment, "status": "COMPLETED", "timestamp": now_iso(), "results": results,
             "inputSignature": signature(ctx.query_set, ctx.judgments,
                                         [config for _, config in ctx.configs])}

@@ -46,6 +46,7 @@ def stream_searches(ctx: RunContext, pairs: list[Pair]) -> Iterator[list[tuple[i
                 raise JobFailed(f"search for query [{entry.query_text}] with search "
                                 f"configuration [{config_id}] failed: {answer.reason}")
             batch.append((position, (doc_ids(answer), int(answer.get("took", 0)))))
+        ctx.advance(len(batch))
         ctx.check_time()
         yield batch
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from workbench.jobs.base import JobFailed
+from workbench.jobs.control import JobControl
 from workbench.judgments import llm_chunking, llm_parse, llm_prompt, summary
 from workbench.judgments.retrieval import Target, load, retrieve
 from workbench.llm.base import ChatModel, ChatRequest, LLMError
@@ -116,8 +117,10 @@ class CacheWriter:
 class Judge:
     """The model, prompt and cache settings of one judgment, and the calls it makes."""
 
-    def __init__(self, svc: Services, metadata: dict[str, Any], index: str) -> None:
+    def __init__(self, svc: Services, metadata: dict[str, Any], index: str,
+                 control: JobControl | None = None) -> None:
         self.svc = svc
+        self.control = control
         self.metadata = metadata
         self.index = index
         self.rating_type = metadata.get("llmJudgmentRatingType") or llm_prompt.SCORE0_1
@@ -134,6 +137,13 @@ class Judge:
         self.system = llm_prompt.system_prompt(self.rating_type) + (
             RATIONALE_INSTRUCTION if self.rationale else "")
         self.usage = Usage()
+        if control is not None:
+            control.usage = lambda: {"llmCalls": self.usage.llm_calls,
+                                     "inputTokens": self.usage.input_tokens,
+                                     "outputTokens": self.usage.output_tokens}
+
+    def cancelled(self) -> bool:
+        return self.control is not None and self.control.cancelled()
 
     def key(self, entry: QueryEntry, doc_id: str) -> CacheKey:
         return CacheKey(entry.key, f"{self.index}::{doc_id}", tuple(self.context_fields),
@@ -153,43 +163,72 @@ class Judge:
             self.usage.cached_ratings += 1
 
     def rate(self, targets: list[Target]) -> list[Outcome]:
-        """Ask the model about every unknown hit of every target, chunk by chunk, in parallel."""
+        """Ask the model about every unknown hit of every target, chunk by chunk, in parallel.
+        Progress counts a target (query) done when all its chunks are answered; a cancel stops
+        submitting, lets only the calls in flight finish and raises ``Cancelled``."""
         outcomes = [Outcome() for _ in targets]
+        waiting = [0] * len(targets)
         cache = CacheWriter(self.cache)
+        if self.control is not None:
+            self.control.start(len(targets), "rating")
         with ThreadPoolExecutor(self.svc.config.llm_concurrency,
                                 thread_name_prefix="llm") as pool:
             # Chunks are submitted as soon as they are cut, so tokenising overlaps the calls.
-            futures: dict[Future[ChunkAnswer], int] = {}
+            futures: dict[Future[ChunkAnswer | None], int] = {}
+            ready = 0
             for number, target in enumerate(targets):
                 todo = [(f"{self.index}::{d}", ctx) for d, ctx in target.hits
                         if d not in target.known]
                 outcomes[number].sent = [d for d, _ in target.hits if d not in target.known]
                 if not todo:
+                    ready += 1
                     continue
                 chunks = llm_chunking.chunk_hits(
                     self.system, self.template, target.entry.query_text,
                     target.entry.custom_fields, todo, self.token_limit)
                 outcomes[number].chunks = len(chunks)
+                waiting[number] = len(chunks)
+                if not chunks:
+                    ready += 1
                 for chunk in chunks:
                     futures[pool.submit(carry(self._chunk), target.entry, chunk)] = number
-            for future in as_completed(futures):
-                number = futures[future]
-                ratings, rationales, error, usage = future.result()
-                self.usage.add(usage)
-                if error is None:
-                    outcomes[number].ratings.update(ratings)
-                    outcomes[number].rationales.update(rationales)
-                    entry = targets[number].entry
-                    cache.add({self.key(entry, d): {"rating": r, "rationale": rationales.get(d)}
-                               for d, r in ratings.items()})
-                else:
-                    outcomes[number].errors.append(error)
-                    outcomes[number].failed_chunks += 1
-        cache.close()
+            if self.control is not None and ready:
+                self.control.advance(ready)
+            try:
+                for future in as_completed(futures):
+                    number = futures[future]
+                    answer = future.result()
+                    if answer is None or self.cancelled():
+                        raise self._cancel(futures)
+                    ratings, rationales, error, usage = answer
+                    self.usage.add(usage)
+                    if error is None:
+                        outcomes[number].ratings.update(ratings)
+                        outcomes[number].rationales.update(rationales)
+                        entry = targets[number].entry
+                        cache.add({self.key(entry, d): {"rating": r,
+                                                        "rationale": rationales.get(d)}
+                                   for d, r in ratings.items()})
+                    else:
+                        outcomes[number].errors.append(error)
+                        outcomes[number].failed_chunks += 1
+                    waiting[number] -= 1
+                    if self.control is not None and waiting[number] == 0:
+                        self.control.advance()
+            finally:
+                cache.close()  # what was paid for is kept, cancelled or not
         return outcomes
 
-    def _chunk(self, entry: QueryEntry, chunk: list[tuple[str, str]]) -> ChunkAnswer:
-        """One chunk: structured output first, then once without it (§7.4.1)."""
+    def _cancel(self, futures: dict[Future[ChunkAnswer | None], int]) -> Exception:
+        """Drop the chunks not started yet; the ``Cancelled`` to raise."""
+        for future in futures:
+            future.cancel()
+        assert self.control is not None
+        return self.control.error()
+
+    def _chunk(self, entry: QueryEntry, chunk: list[tuple[str, str]]) -> ChunkAnswer | None:
+        """One chunk: structured output first, then once without it (§7.4.1); None when the
+        job was cancelled before a call."""
         usage = Usage()
         user = llm_prompt.user_content(self.template, entry.query_text, entry.custom_fields,
                                        llm_prompt.hits_json(chunk))
@@ -198,6 +237,8 @@ class Judge:
         structured = (response_format_with_rationale(self.rating_type) if self.rationale
                       else llm_prompt.response_format(self.rating_type))
         for response_format in (structured, None):
+            if self.cancelled():
+                return None
             try:
                 result = self.model.chat(ChatRequest(self.system, user, response_format))
             except LLMError as exc:
@@ -266,13 +307,16 @@ def _assemble(targets: list[Target], outcomes: list[Outcome],
     return entries, failed, reason
 
 
-def generate(svc: Services, judgment_id: str,
-             metadata: dict[str, Any]) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+def generate(svc: Services, judgment_id: str, metadata: dict[str, Any],
+             control: JobControl | None = None) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     query_set = load(svc, QUERY_SET_INDEX, metadata["querySetId"], "QuerySet")
     configs = [load(svc, SEARCH_CONFIG_INDEX, c, "SearchConfiguration")
                for c in metadata["searchConfigurationList"]]
     entries = read_entries(query_set)
-    judge = Judge(svc, metadata, configs[0]["index"])
+    judge = Judge(svc, metadata, configs[0]["index"], control)
+    if control is not None:
+        control.start(len(entries), "searching")
+        control.check()
     targets = retrieve(svc, entries, configs, int(metadata.get("size", 10)),
                        lambda source: llm_prompt.context_string(source, judge.context_fields))
     for reused in _existing_ratings(svc, list(metadata.get("existingJudgments") or [])):
@@ -282,6 +326,8 @@ def generate(svc: Services, judgment_id: str,
                     target.known[doc_id] = rating
                     judge.usage.reused_ratings += 1
     judge.use_cache(targets)
+    if control is not None:
+        control.check()
     outcomes = judge.rate(targets)
     ratings, failed, reason = _assemble(targets, outcomes)
     out = dict(metadata)
@@ -297,8 +343,8 @@ def generate(svc: Services, judgment_id: str,
     return ratings, out
 
 
-def retry_failed(svc: Services,
-                 doc: dict[str, Any]) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+def retry_failed(svc: Services, doc: dict[str, Any], control: JobControl | None = None,
+                 ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """Rate again the documents listed in ``failures`` and merge the answers (§7.7)."""
     metadata = doc.get("metadata") or {}
     config_ids = metadata.get("searchConfigurationList") or []
@@ -316,7 +362,7 @@ def retry_failed(svc: Services,
     query_set = Repository(svc.client, QUERY_SET_INDEX).get_source(metadata.get("querySetId", ""))
     if query_set is not None:
         by_key = {e.key: e for e in read_entries(query_set)}
-    judge = Judge(svc, metadata, index)
+    judge = Judge(svc, metadata, index, control)
     targets, owners = [], []
     context_fields = judge.context_fields
     for number, entry in enumerate(entries):
@@ -343,4 +389,5 @@ def retry_failed(svc: Services,
     usage.add(judge.usage)
     out = summary.recompute({**metadata, "usage": usage.as_metadata()}, entries)
     out.pop("error", None)
+    out.pop("progress", None)  # left by a cancelled or failed earlier retry
     return entries, out

@@ -13,6 +13,7 @@ from typing import Any
 from opensearchpy.exceptions import ConflictError, NotFoundError
 
 from workbench.jobs.base import JobFailed
+from workbench.jobs.control import JobControl
 from workbench.judgments import imported, llm, reference_job, ubi
 from workbench.judgments.limits import size_error
 from workbench.services import Services
@@ -39,6 +40,8 @@ def generate(svc: Services, judgment_id: str) -> None:
         log.info("judgment %s is not PROCESSING (deleted or done); nothing to do", judgment_id)
         return
     doc = hit["_source"]
+    control = JobControl(svc, JUDGMENT_INDEX, hit, "queries", in_metadata=True)
+    control.check()  # cancelled while queued
     if doc["type"] in EVENTS:  # the plugin's counters know only its own three types
         svc.record_event(EVENTS[doc["type"]])
     metadata = doc.get("metadata") or {}
@@ -50,7 +53,8 @@ def generate(svc: Services, judgment_id: str) -> None:
     elif doc["type"] == "REFERENCE_JUDGMENT":
         ratings, metadata = reference_job.generate(svc, metadata)
     else:
-        ratings, metadata = llm.generate(svc, judgment_id, metadata)
+        ratings, metadata = llm.generate(svc, judgment_id, metadata, control)
+    control.check()
     write(repo, hit, {"status": "COMPLETED", "metadata": metadata, "judgmentRatings": ratings})
 
 
@@ -60,12 +64,16 @@ def retry(svc: Services, judgment_id: str) -> None:
     if hit is None or hit["_source"].get("status") != "RETRYING":
         log.info("judgment %s is not RETRYING; nothing to do", judgment_id)
         return
-    ratings, metadata = llm.retry_failed(svc, hit["_source"])
+    control = JobControl(svc, JUDGMENT_INDEX, hit, "queries", in_metadata=True)
+    control.check()
+    ratings, metadata = llm.retry_failed(svc, hit["_source"], control)
+    control.check()
     write(repo, hit, {"status": "COMPLETED", "metadata": metadata, "judgmentRatings": ratings})
 
 
 def write(repo: Repository, hit: dict[str, Any], fields: dict[str, Any]) -> None:
-    """Replace the document with its finished form, unless it changed since it was read. A list
+    """Replace the document with its finished form, unless it changed since it was read (or
+    since the job's last progress write, which keeps ``hit``'s version current). A list
     too big to store fails the job here, before anything is written (UBI and LLM lists are
     sized only once generated)."""
     error = size_error(fields["judgmentRatings"])

@@ -1,0 +1,173 @@
+"""Progress and cancellation of a running judgment or experiment job.
+
+* **Cancel**: the API sets ``workbench:cancel:<id>`` in Redis (with a TTL); the job checks it
+  between units of work (and the LLM thread pool before every call), at most every
+  ``CHECK_INTERVAL`` seconds, and stops by raising :class:`Cancelled`, a :class:`JobFailed`, so
+  the job ends ``ERROR`` with the reason ``cancelled by the user``.
+* **Progress**: ``done``/``total`` units (and, for LLM judgments, the usage so far) written as a
+  small partial update of the entity document, at most once every ``WRITE_INTERVAL`` seconds.
+  Each write is conditional on the version the job last saw, and the job's final write is
+  conditional on the version its last progress write produced, so nothing else that changes the
+  document (a delete, the sweeper) is overwritten. A document that changed or vanished under the
+  job stops the job too: its result could not be stored anyway.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+import redis
+from opensearchpy.exceptions import ConflictError, NotFoundError, TransportError
+
+from workbench.jobs.base import JobFailed
+from workbench.services import Services
+from workbench.store.repository import now_iso
+
+log = logging.getLogger(__name__)
+
+CANCEL_REASON = "cancelled by the user"
+CANCEL_TTL_SECONDS = 24 * 3600
+CHECK_INTERVAL = 0.5
+WRITE_INTERVAL = 2.0
+
+
+def cancel_key(entity_id: str) -> str:
+    return f"workbench:cancel:{entity_id}"
+
+
+def request_cancel(client: redis.Redis, entity_id: str) -> None:
+    """Ask the job of ``entity_id`` to stop (Redis errors reach the caller: a 503 in the API)."""
+    client.set(cancel_key(entity_id), "1", ex=CANCEL_TTL_SECONDS)
+
+
+def forget_cancel(client: redis.Redis, entity_id: str) -> None:
+    """Drop a leftover cancel request (before a judgment's retry is queued); best effort."""
+    try:
+        client.delete(cancel_key(entity_id))
+    except redis.exceptions.RedisError as exc:
+        log.warning("could not clear the cancel flag of %s: %s", entity_id, type(exc).__name__)
+
+
+class Cancelled(JobFailed):
+    """The job stopped because it was cancelled (or its document went away)."""
+
+    def __init__(self, metadata: dict[str, Any] | None = None) -> None:
+        super().__init__(CANCEL_REASON, metadata)
+
+
+class JobControl:
+    """The progress and cancel flag of one job; thread-safe (the LLM pool checks it)."""
+
+    def __init__(self, svc: Services, index: str, hit: dict[str, Any], unit: str,
+                 in_metadata: bool) -> None:
+        """``hit`` is the entity as the job read it (``_seq_no``/``_primary_term`` are kept up
+        to date in it, so the final conditional write follows the progress writes);
+        ``in_metadata``: progress goes to ``metadata.progress`` (judgments), else to a
+        top-level ``progress`` (experiments)."""
+        self.svc = svc
+        self.index = index
+        self.hit = hit
+        self.entity_id = str(hit["_id"])
+        self.unit = unit
+        self.in_metadata = in_metadata
+        self.done = 0
+        self.total = 0
+        self.phase = ""
+        self.usage: Callable[[], dict[str, int]] | None = None
+        self._lock = threading.Lock()
+        self._cancelled = False
+        self._checked_at = float("-inf")
+        self._written_at = float("-inf")
+
+    # -- cancellation ---------------------------------------------------------------------
+
+    def cancelled(self) -> bool:
+        """True once a cancel was requested (asks Redis at most every ``CHECK_INTERVAL``)."""
+        with self._lock:
+            if self._cancelled:
+                return True
+            now = time.monotonic()
+            if now - self._checked_at < CHECK_INTERVAL:
+                return False
+            self._checked_at = now
+            try:
+                flagged = bool(self.svc.redis.exists(cancel_key(self.entity_id)))
+            except redis.exceptions.RedisError as exc:  # Redis down: keep working
+                log.warning("cannot read the cancel flag of %s: %s", self.entity_id,
+                            type(exc).__name__)
+                return False
+            if flagged:
+                self._stop()
+            return self._cancelled
+
+    def _stop(self) -> None:
+        self._cancelled = True
+        forget_cancel(self.svc.redis, self.entity_id)  # honoured: a later retry starts clean
+        log.info("job of %s cancelled", self.entity_id)
+
+    def check(self) -> None:
+        """Raise :class:`Cancelled` if the job was cancelled."""
+        if self.cancelled():
+            raise self.error()
+
+    def error(self) -> Cancelled:
+        return Cancelled({"progress": self.snapshot()} if self.in_metadata else None)
+
+    # -- progress -------------------------------------------------------------------------
+
+    def start(self, total: int, phase: str = "") -> None:
+        with self._lock:
+            self.total, self.done, self.phase = total, 0, phase
+        self.write(force=True)
+
+    def set_phase(self, phase: str) -> None:
+        with self._lock:
+            self.phase = phase
+        self.write()
+
+    def advance(self, count: int = 1) -> None:
+        with self._lock:
+            self.done += count
+        self.write()
+
+    def snapshot(self) -> dict[str, Any]:
+        with self._lock:
+            out: dict[str, Any] = {"unit": self.unit, "done": self.done, "total": self.total,
+                                   "percent": round(100.0 * self.done / self.total, 1)
+                                   if self.total else 0.0,
+                                   "updatedAt": now_iso()}
+            if self.phase:
+                out["phase"] = self.phase
+        if self.usage is not None:
+            out["usage"] = self.usage()
+        return out
+
+    def write(self, force: bool = False) -> None:
+        """One partial update, unless one was written less than ``WRITE_INTERVAL`` ago."""
+        with self._lock:
+            now = time.monotonic()
+            if self._cancelled or (not force and now - self._written_at < WRITE_INTERVAL):
+                return
+            self._written_at = now
+        progress = self.snapshot()
+        doc = {"metadata": {"progress": progress}} if self.in_metadata else {"progress": progress}
+        try:
+            answer = self.svc.client.update(
+                index=self.index, id=self.entity_id, body={"doc": doc}, refresh="true",
+                if_seq_no=self.hit["_seq_no"], if_primary_term=self.hit["_primary_term"])
+        except (ConflictError, NotFoundError):
+            log.warning("%s changed or was deleted while its job ran; stopping the job",
+                        self.entity_id)
+            with self._lock:
+                self._cancelled = True
+            return
+        except TransportError as exc:  # progress is informative: never fail the job for it
+            log.warning("could not write the progress of %s: %s", self.entity_id, exc)
+            return
+        if "_seq_no" in answer:
+            self.hit["_seq_no"] = answer["_seq_no"]
+            self.hit["_primary_term"] = answer["_primary_term"]
