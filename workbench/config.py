@@ -148,6 +148,11 @@ class Config:
     job_max_attempts: int = setting(
         3, "WORKBENCH_JOB_MAX_ATTEMPTS", _positive_int,
         "Times a job whose worker or message was lost is queued again before it ends ERROR.")
+    outage_budget: float = setting(
+        600.0, "WORKBENCH_OUTAGE_BUDGET", _positive_float,
+        "Seconds a running job waits out an unreachable cluster or broker (retrying with "
+        "backoff up to 30 s apart, from its first failure) before it gives up; a job that "
+        "then cannot record ERROR is left to the lease sweeper, which queues it again.")
     models_file: str | None = setting(
         None, "WORKBENCH_MODELS_FILE", _optional_str,
         "JSON file of LLM models registered with the workbench (see README, LLM models).")

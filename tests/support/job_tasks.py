@@ -20,9 +20,7 @@ ENTITY_INDEX = "test-job-entities"
 class EntityTask(WorkbenchTask):
     abstract = True
     status_index = ENTITY_INDEX
-    retry_backoff = 1
-    retry_jitter = False
-    max_retries = 2
+    outage_budget = 3.0  # transient faults are retried after 1 and 2 s, then fail
 
 
 def _attempt(entity_id: str) -> int:

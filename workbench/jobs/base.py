@@ -2,8 +2,17 @@
 
 * Acknowledged late and rejected when the worker process dies, so a job interrupted by a crash
   is delivered again (jobs are idempotent: they take an entity id and overwrite its result).
-* Transient faults (cluster or broker unreachable) are retried with exponential backoff.
+* Outages are waited out: a job that loses the cluster or Redis (a transient fault) is run again
+  in the same process, with capped exponential backoff, until ``WORKBENCH_OUTAGE_BUDGET``
+  seconds have passed since its first failure; its lease heartbeat keeps running meanwhile, and
+  its message stays unacknowledged (``acks_late``). Jobs are idempotent, so running one again
+  from the start is safe.
 * A job that fails for good writes ``status: ERROR`` and its reason into the entity document.
+  If even that write cannot reach the cluster (waited for up to ``FAILURE_WRITE_WAIT``), the
+  entity stays ``PROCESSING``/``RETRYING`` with neither a queued marker nor a lease (the lease
+  was released when the job ended, or lapses with its worker): the lease sweeper
+  (``jobs.sweeper``) of any worker queues it again once the cluster answers, so the job runs
+  again rather than being silently lost (bounded by ``WORKBENCH_JOB_MAX_ATTEMPTS``).
 * A running job holds a lease in Redis (``jobs.leases``), renewed while it works; a message
   that arrives while another live worker holds the lease (a late redelivery) does nothing.
 """
@@ -11,22 +20,65 @@
 from __future__ import annotations
 
 import logging
+import time
+from collections.abc import Callable
 from typing import Any
 
 import redis
 from celery import Task
 from celery.exceptions import Retry
 from opensearchpy.exceptions import ConnectionError as OpenSearchConnectionError
-from opensearchpy.exceptions import ConnectionTimeout
+from opensearchpy.exceptions import ConnectionTimeout, TransportError
 
 from workbench.errors import ClusterUnavailable
 from workbench.jobs import leases
-from workbench.jobs.celery_app import worker_client, worker_services
+from workbench.jobs.celery_app import current_config, worker_client, worker_services
 from workbench.store.identity import Identity, acting_as, service_identity
 
 log = logging.getLogger(__name__)
 
-TRANSIENT = (OpenSearchConnectionError, ConnectionTimeout, ClusterUnavailable)
+TRANSIENT = (OpenSearchConnectionError, ConnectionTimeout, ClusterUnavailable,
+             redis.exceptions.ConnectionError, redis.exceptions.TimeoutError)
+
+#: longest pause between two attempts while an outage is waited out
+OUTAGE_BACKOFF_MAX = 30.0
+#: how long writing ERROR waits for an unreachable cluster before it leaves the job to the sweeper
+FAILURE_WRITE_WAIT = 30.0
+
+
+def is_transient(exc: BaseException) -> bool:
+    """The cluster or the broker is unreachable, or the cluster answers 503 (a node starting:
+    state not recovered, no shard available yet): worth waiting for."""
+    if isinstance(exc, TRANSIENT):
+        return True
+    return isinstance(exc, TransportError) and exc.status_code == 503
+
+
+def wait_out(action: Callable[[], Any], budget: float, what: str,
+             backoff_max: float = OUTAGE_BACKOFF_MAX) -> Any:
+    """Run ``action`` until it returns or raises a fault that is not transient; transient faults
+    are retried after 1, 2, 4 ... ``backoff_max`` s until ``budget`` seconds have passed since
+    the first of them, then the last one is raised."""
+    first: float | None = None
+    delay = 1.0
+    while True:
+        try:
+            return action()
+        except Exception as exc:
+            if not is_transient(exc):
+                raise
+            now = time.monotonic()
+            first = now if first is None else first
+            left = budget - (now - first)
+            if left <= 0:
+                log.error("%s: still failing after %.0f s (%s); giving up", what, now - first,
+                          failure_reason(exc))
+                raise
+            pause = min(delay, left, backoff_max)
+            log.warning("%s: %s (%s); trying again in %.0f s (outage budget left %.0f s)",
+                        what, type(exc).__name__, failure_reason(exc), pause, left)
+            time.sleep(pause)
+            delay = min(delay * 2, backoff_max)
 
 
 class JobFailed(Exception):
@@ -54,14 +106,15 @@ class WorkbenchTask(Task):
     abstract = True
     acks_late = True
     reject_on_worker_lost = True
-    autoretry_for = TRANSIENT
-    max_retries = 4
-    retry_backoff = 2
-    retry_backoff_max = 60
-    retry_jitter = True
+    # Transient faults are waited out inside the job (``wait_out``), not retried through the
+    # broker, which may be the thing that is down.
+    autoretry_for = ()
+    max_retries = 0
 
     #: index holding the entity whose id is the job's first argument
     status_index: str | None = None
+    #: seconds to wait out an outage; None: ``WORKBENCH_OUTAGE_BUDGET``
+    outage_budget: float | None = None
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         """Run the job under its lease, as the identity it was created for (``store.identity``).
@@ -81,14 +134,23 @@ class WorkbenchTask(Task):
                 lease = None
         requeued = False
         try:
-            with acting_as(self.job_identity(args, kwargs)):
-                return super().__call__(*args, **kwargs)
+            return wait_out(lambda: self._run_once(args, kwargs), self.budget(),
+                            f"{self.name} for {entity_id}")
         except Retry:
             requeued = True
             raise
         finally:
             if lease is not None:
                 lease.release(requeued)
+
+    def budget(self) -> float:
+        return self.outage_budget if self.outage_budget is not None else \
+            current_config().outage_budget
+
+    def _run_once(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        """One run of the job, from the start (reading its entity again)."""
+        with acting_as(self.job_identity(args, kwargs)):
+            return super().__call__(*args, **kwargs)
 
     def job_identity(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Identity:
         """The service identity; with ``WORKBENCH_JOB_IMPERSONATION``, impersonating the user
@@ -120,21 +182,33 @@ class WorkbenchTask(Task):
             self.mark_failed(str(entity_id), self.error_fields(reason, exc))
 
     def mark_failed(self, entity_id: str, fields: dict[str, Any]) -> None:
-        """Write ERROR and the reason; never raises (the job is already lost)."""
+        """Write ERROR and the reason, waiting up to ``FAILURE_WRITE_WAIT`` s for an unreachable
+        cluster; never raises. A write that cannot be made leaves the entity to the lease
+        sweeper, which queues the job again once the cluster answers (module docstring)."""
         try:
-            # Top-level keys are replaced whole (``metadata`` becomes just the error), as the
-            # contract's ERROR documents have it; a partial ``doc`` update would merge them.
-            worker_client().update(
-                index=self.status_index,
-                id=entity_id,
-                body={
-                    "script": {
-                        "source": "ctx._source.putAll(params.fields)",
-                        "params": {"fields": fields},
-                    }
-                },
-                refresh=True,
-                retry_on_conflict=3,
-            )
-        except Exception:
-            log.exception("could not record the failure of %s", entity_id)
+            wait_out(lambda: self.write_failure(entity_id, fields),
+                     min(FAILURE_WRITE_WAIT, self.budget()), f"recording ERROR of {entity_id}")
+        except Exception as exc:
+            if is_transient(exc):
+                log.error("could not record the failure of %s (%s): it stays as it is, and the "
+                          "lease sweeper queues its job again once the cluster answers",
+                          entity_id, failure_reason(exc))
+            else:
+                log.exception("could not record the failure of %s", entity_id)
+
+    def write_failure(self, entity_id: str, fields: dict[str, Any]) -> None:
+        """The ERROR write itself; raises when it cannot be made."""
+        # Top-level keys are replaced whole (``metadata`` becomes just the error), as the
+        # contract's ERROR documents have it; a partial ``doc`` update would merge them.
+        worker_client().update(
+            index=self.status_index,
+            id=entity_id,
+            body={
+                "script": {
+                    "source": "ctx._source.putAll(params.fields)",
+                    "params": {"fields": fields},
+                }
+            },
+            refresh=True,
+            retry_on_conflict=3,
+        )

@@ -22,7 +22,7 @@ class JudgmentTask(WorkbenchTask):
 class JudgmentRetryTask(JudgmentTask):
     abstract = True
 
-    def mark_failed(self, entity_id: str, fields: dict[str, Any]) -> None:
+    def write_failure(self, entity_id: str, fields: dict[str, Any]) -> None:
         """A failed retry keeps the ratings it had; only the status and the error change."""
         worker_client().update(
             index=self.status_index, id=entity_id, refresh=True, retry_on_conflict=3,
