@@ -9,6 +9,8 @@ from flask import Blueprint, Response
 
 from workbench.api import caller, json_body, json_response, services
 from workbench.api.srw import (
+    cancel_if_running,
+    cancel_job,
     delete_entity,
     get_entity,
     list_entities,
@@ -19,7 +21,6 @@ from workbench.errors import BadRequest, Conflict, NotFound
 from workbench.experiments.create import new_experiment, optional_text
 from workbench.experiments.runner import EVENTS
 from workbench.experiments.signature import validate
-from workbench.jobs.control import request_cancel
 from workbench.jobs.queue import QueueUnavailable, enqueue
 from workbench.schemas.text import DESCRIPTION_LIMIT, NAME_LIMIT
 from workbench.store.indices import (
@@ -74,9 +75,7 @@ def delete_experiment(entity_id: str) -> Response:
     """Cascade: evaluation results, variants, the schedule and its history, then the
     experiment itself. A running experiment's job is cancelled first (Redis down: 503, nothing
     deleted); it removes what it wrote after the cascade."""
-    hit = repository(EXPERIMENT_INDEX).get_hit(entity_id, ["status"])
-    if hit is not None and hit["_source"].get("status") == "PROCESSING":
-        request_cancel(services().redis, entity_id)
+    cancel_if_running(EXPERIMENT_INDEX, entity_id, ("PROCESSING",))
     by_experiment = {"term": {"experimentId": entity_id}}
     repository(EVALUATION_INDEX).delete_by_query(by_experiment)
     repository(VARIANT_INDEX).delete_by_query(by_experiment)
@@ -92,17 +91,7 @@ def cancel_experiment(entity_id: str) -> Response:
     """Ask the job of a PROCESSING experiment to stop; the job removes the evaluation results
     and variants it wrote and ends it ERROR with ``results: [{"error": "cancelled by the
     user"}]`` within seconds."""
-    hit = repository(EXPERIMENT_INDEX).get_hit(entity_id, ["status"])
-    if hit is None:
-        raise NotFound(f"Experiment not found: {entity_id}")
-    status = hit["_source"].get("status")
-    if status != "PROCESSING":
-        raise Conflict(f"Experiment [{entity_id}] is {status}; only a PROCESSING experiment "
-                       "can be cancelled")
-    request_cancel(services().redis, entity_id)
-    return json_response({"experiment_id": entity_id, "status": "CANCELLING",
-                          "message": "The job stops within seconds and ends ERROR "
-                                     "(cancelled by the user)"})
+    return cancel_job(EXPERIMENT_INDEX, entity_id, "Experiment", ("PROCESSING",))
 
 
 @bp.patch("/<entity_id>")

@@ -13,6 +13,8 @@ from opensearchpy.exceptions import ConflictError
 
 from workbench.api import caller, json_body, json_response, services
 from workbench.api.srw import (
+    cancel_if_running,
+    cancel_job,
     delete_entity,
     get_entity,
     list_entities,
@@ -22,7 +24,7 @@ from workbench.api.srw import (
 )
 from workbench.errors import BadRequest, Conflict, NotFound
 from workbench.javafmt import double_to_string
-from workbench.jobs.control import forget_cancel, request_cancel
+from workbench.jobs.control import forget_cancel
 from workbench.jobs.queue import QueueUnavailable, enqueue
 from workbench.judgments import agreement, summary
 from workbench.judgments.create import new_judgment
@@ -78,10 +80,7 @@ def get_judgment(entity_id: str) -> Response:
 def delete_judgment(entity_id: str) -> Response:
     """A running judgment's job is cancelled first (Redis down: 503, nothing deleted)."""
     refuse_if_used("judgmentList", entity_id, "judgement")
-    repo = repository(JUDGMENT_INDEX)
-    hit = repo.get_hit(entity_id, ["status"])
-    if hit is not None and hit["_source"].get("status") in RUNNING:
-        request_cancel(services().redis, entity_id)
+    cancel_if_running(JUDGMENT_INDEX, entity_id, RUNNING)
     return delete_entity(repository(JUDGMENT_INDEX), entity_id)
 
 
@@ -89,17 +88,7 @@ def delete_judgment(entity_id: str) -> Response:
 def cancel_judgment(entity_id: str) -> Response:
     """Ask the job of a PROCESSING or RETRYING judgment to stop; the job ends it ERROR with
     ``metadata.error: "cancelled by the user"`` within seconds."""
-    hit = repository(JUDGMENT_INDEX).get_hit(entity_id, ["status"])
-    if hit is None:
-        raise NotFound(f"Judgment not found: {entity_id}")
-    status = hit["_source"].get("status")
-    if status not in RUNNING:
-        raise Conflict(f"Judgment [{entity_id}] is {status}; only a PROCESSING or RETRYING "
-                       "judgment can be cancelled")
-    request_cancel(services().redis, entity_id)
-    return json_response({"judgment_id": entity_id, "status": "CANCELLING",
-                          "message": "The job stops within seconds and ends ERROR "
-                                     "(cancelled by the user)"})
+    return cancel_job(JUDGMENT_INDEX, entity_id, "Judgment", RUNNING)
 
 
 def _age_seconds(timestamp: str | None) -> float:

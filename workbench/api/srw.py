@@ -18,7 +18,8 @@ from workbench.api import (
     json_response,
     services,
 )
-from workbench.errors import BadRequest, Conflict, TextError
+from workbench.errors import BadRequest, Conflict, NotFound, TextError
+from workbench.jobs.control import request_cancel
 from workbench.schemas.numbers import MAX_RESULT_WINDOW, bounded_int
 from workbench.store.indices import EXPERIMENT_INDEX
 from workbench.store.plugin_settings import Stored
@@ -123,6 +124,32 @@ def get_entity(repo: Repository, entity_id: str, source: Any = None) -> Response
 def delete_entity(repo: Repository, entity_id: str) -> Response:
     status, body = repo.delete(entity_id)
     return json_response(body, status)
+
+
+def cancel_if_running(index: str, entity_id: str, running: tuple[str, ...]) -> str | None:
+    """Ask the job of an entity whose status is one of ``running`` to stop (a Redis flag the job
+    checks; Redis down is a 503). Returns the entity's status, None when it does not exist."""
+    hit = repository(index).get_hit(entity_id, ["status"])
+    if hit is None:
+        return None
+    status: str | None = hit["_source"].get("status")
+    if status in running:
+        request_cancel(services().redis, entity_id)
+    return status
+
+
+def cancel_job(index: str, entity_id: str, what: str, running: tuple[str, ...]) -> Response:
+    """``POST .../{id}/_cancel``: 404 for an unknown ``what``, 409 unless its job is running;
+    the job ends it ERROR (cancelled by the user) within seconds."""
+    status = cancel_if_running(index, entity_id, running)
+    if status is None:
+        raise NotFound(f"{what} not found: {entity_id}")
+    if status not in running:
+        raise Conflict(f"{what} [{entity_id}] is {status}; only a {' or '.join(running)} "
+                       f"{what.lower()} can be cancelled")
+    return json_response({f"{what.lower()}_id": entity_id, "status": "CANCELLING",
+                          "message": "The job stops within seconds and ends ERROR "
+                                     "(cancelled by the user)"})
 
 
 def refuse_if_used(field: str, entity_id: str, what: str) -> None:
