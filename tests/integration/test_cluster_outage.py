@@ -19,10 +19,10 @@ import pytest
 import redis
 from opensearchpy import OpenSearch
 
-from tests.conftest import JUDGE_MODEL
 from tests.support.api import Api
 from tests.support.llm_server import LLMServer
 from tests.support.processes import REPO, Server, Worker
+from tests.support.small_job import small_job
 from workbench.jobs import leases
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1200)]
@@ -104,26 +104,9 @@ def test_a_job_waits_out_a_two_minute_cluster_outage(
     wrk = Worker(oenv)
     try:
         api = Api(srv.url)
-        index = "outage-products"
-        own.indices.create(index=index)
-        for n, title in enumerate(["red shoes", "blue shoes", "red hat", "usb cable", "earbuds"]):
-            own.index(index=index, id=f"p{n}", body={"title": title})
-        own.indices.refresh(index=index)
-        query_set = api.srw("PUT", "/query_sets", {"name": "outage set", "querySetQueries": [
-            {"queryText": "red shoes"}, {"queryText": "usb cable"}, {"queryText": "earbuds"},
-        ]}).json["query_set_id"]
-        config = api.srw("PUT", "/search_configurations", {
-            "name": "outage titles", "index": index,
-            "query": '{"query":{"match":{"title":"%SearchText%"}}}'}).json[
-                "search_configuration_id"]
-
+        job = small_job(own, api, "outage-products")
         llm.latency = 3.0  # the job is mid-LLM-calls when the node goes
-        reply = api.srw("PUT", "/judgments", {
-            "name": "outage", "type": "LLM_JUDGMENT", "modelId": JUDGE_MODEL,
-            "querySetId": query_set, "searchConfigurationList": [config], "size": 3,
-            "contextFields": ["title"], "overwriteCache": True})
-        assert reply.status == 200, reply.data
-        judgment_id = str(reply.json["judgment_id"])
+        judgment_id = job.start(api, "outage")
         deadline = time.monotonic() + 60
         while llm.calls < 1 and time.monotonic() < deadline:
             time.sleep(0.05)

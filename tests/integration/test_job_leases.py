@@ -14,10 +14,10 @@ import pytest
 import redis
 from opensearchpy import OpenSearch
 
-from tests.conftest import JUDGE_MODEL
 from tests.support.api import Api
 from tests.support.llm_server import LLMServer
 from tests.support.processes import Server, Worker
+from tests.support.small_job import SmallJob, small_job
 from workbench.jobs import leases
 
 LEASE = "2"
@@ -39,29 +39,14 @@ def lapi(lenv: dict[str, str]) -> Iterator[Api]:
 
 
 @pytest.fixture
-def setup(lapi: Api, direct: OpenSearch) -> Iterator[dict[str, Any]]:
-    index = f"test-lease-products-{uuid.uuid4().hex[:6]}"
-    direct.indices.create(index=index)
-    for n, title in enumerate(["red shoes", "blue shoes", "red hat", "usb cable", "earbuds"]):
-        direct.index(index=index, id=f"p{n}", body={"title": title})
-    direct.indices.refresh(index=index)
-    query_set = lapi.srw("PUT", "/query_sets", {"name": "lease set", "querySetQueries": [
-        {"queryText": "red shoes"}, {"queryText": "usb cable"}, {"queryText": "earbuds"},
-    ]}).json["query_set_id"]
-    config = lapi.srw("PUT", "/search_configurations", {
-        "name": f"titles-{uuid.uuid4().hex[:6]}", "index": index,
-        "query": '{"query":{"match":{"title":"%SearchText%"}}}'}).json["search_configuration_id"]
-    yield {"querySetId": query_set, "configs": [config]}
-    direct.indices.delete(index=index)
+def setup(lapi: Api, direct: OpenSearch) -> Iterator[SmallJob]:
+    job = small_job(direct, lapi, f"test-lease-products-{uuid.uuid4().hex[:6]}")
+    yield job
+    direct.indices.delete(index=job.index)
 
 
-def start_judgment(lapi: Api, setup: dict[str, Any]) -> str:
-    reply = lapi.srw("PUT", "/judgments", {
-        "name": f"lease-{uuid.uuid4().hex[:8]}", "type": "LLM_JUDGMENT", "modelId": JUDGE_MODEL,
-        "querySetId": setup["querySetId"], "searchConfigurationList": setup["configs"],
-        "size": 3, "contextFields": ["title"], "overwriteCache": True})
-    assert reply.status == 200, reply.data
-    return str(reply.json["judgment_id"])
+def start_judgment(lapi: Api, setup: SmallJob) -> str:
+    return setup.start(lapi, f"lease-{uuid.uuid4().hex[:8]}")
 
 
 def wait_done(direct: OpenSearch, judgment_id: str, timeout: float = 120) -> dict[str, Any]:
@@ -103,7 +88,7 @@ def owner(workers: list[Worker], lease_value: str) -> Worker:
 
 
 def test_a_job_whose_whole_worker_is_killed_is_run_again(
-    lenv: dict[str, str], lapi: Api, setup: dict[str, Any], llm: LLMServer,
+    lenv: dict[str, str], lapi: Api, setup: SmallJob, llm: LLMServer,
     direct: OpenSearch, redis_url: str,
 ) -> None:
     r = redis.Redis.from_url(redis_url)
@@ -134,7 +119,7 @@ def test_a_job_whose_whole_worker_is_killed_is_run_again(
 
 
 def test_the_surviving_worker_finishes_a_job_of_a_killed_one(
-    lenv: dict[str, str], lapi: Api, setup: dict[str, Any], llm: LLMServer,
+    lenv: dict[str, str], lapi: Api, setup: SmallJob, llm: LLMServer,
     direct: OpenSearch, redis_url: str,
 ) -> None:
     r = redis.Redis.from_url(redis_url)
@@ -156,7 +141,7 @@ def test_the_surviving_worker_finishes_a_job_of_a_killed_one(
 
 
 def test_queued_jobs_are_never_failed_for_waiting(
-    lenv: dict[str, str], lapi: Api, setup: dict[str, Any], llm: LLMServer,
+    lenv: dict[str, str], lapi: Api, setup: SmallJob, llm: LLMServer,
     direct: OpenSearch,
 ) -> None:
     # One job at a time, each ~3 s: the last waits several lease TTLs (and sweeps) in the queue.

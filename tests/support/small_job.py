@@ -1,0 +1,50 @@
+"""A small LLM-judgment job for fault tests: five products, three queries, one configuration.
+
+Killing workers or stopping the cluster needs a job that is still running when the fault comes;
+with the stand-in LLM's latency set, this one makes a handful of slow calls.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+
+from opensearchpy import OpenSearch
+
+from tests.conftest import JUDGE_MODEL
+from tests.support.api import Api
+
+TITLES = ["red shoes", "blue shoes", "red hat", "usb cable", "earbuds"]
+QUERIES = ["red shoes", "usb cable", "earbuds"]
+
+
+@dataclass(frozen=True)
+class SmallJob:
+    index: str
+    query_set_id: str
+    config_id: str
+
+    def start(self, api: Api, name: str) -> str:
+        """PUT an LLM judgment over the world (cache bypassed, so every rating is a call)."""
+        reply = api.srw("PUT", "/judgments", {
+            "name": name, "type": "LLM_JUDGMENT", "modelId": JUDGE_MODEL,
+            "querySetId": self.query_set_id, "searchConfigurationList": [self.config_id],
+            "size": 3, "contextFields": ["title"], "overwriteCache": True})
+        assert reply.status == 200, reply.data
+        return str(reply.json["judgment_id"])
+
+
+def small_job(client: OpenSearch, api: Api, index: str) -> SmallJob:
+    """Create ``index`` with the products, and the query set and configuration over it."""
+    client.indices.create(index=index)
+    for n, title in enumerate(TITLES):
+        client.index(index=index, id=f"p{n}", body={"title": title})
+    client.indices.refresh(index=index)
+    suffix = uuid.uuid4().hex[:6]
+    query_set = api.srw("PUT", "/query_sets", {
+        "name": f"small job {suffix}",
+        "querySetQueries": [{"queryText": q} for q in QUERIES]}).json["query_set_id"]
+    config = api.srw("PUT", "/search_configurations", {
+        "name": f"titles-{suffix}", "index": index,
+        "query": '{"query":{"match":{"title":"%SearchText%"}}}'}).json["search_configuration_id"]
+    return SmallJob(index, str(query_set), str(config))
