@@ -6,13 +6,18 @@ with the stand-in LLM's latency set, this one makes a handful of slow calls.
 
 from __future__ import annotations
 
+import time
 import uuid
 from dataclasses import dataclass
 
+import redis
 from opensearchpy import OpenSearch
 
 from tests.conftest import JUDGE_MODEL
 from tests.support.api import Api
+from workbench.jobs import leases
+
+GENERATE = "workbench.judgments.generate"
 
 TITLES = ["red shoes", "blue shoes", "red hat", "usb cable", "earbuds"]
 QUERIES = ["red shoes", "usb cable", "earbuds"]
@@ -48,3 +53,16 @@ def small_job(client: OpenSearch, api: Api, index: str) -> SmallJob:
         "name": f"titles-{suffix}", "index": index,
         "query": '{"query":{"match":{"title":"%SearchText%"}}}'}).json["search_configuration_id"]
     return SmallJob(index, str(query_set), str(config))
+
+
+def leases_gone(r: redis.Redis, judgment_id: str, timeout: float = 15) -> bool:
+    """True once the job's lease and queued marker are both gone. The job releases its lease
+    just after writing the final status, so a test that saw that status waits this moment
+    before it stops the worker."""
+    deadline = time.monotonic() + timeout
+    keys = [leases.lease_key(GENERATE, judgment_id), leases.queued_key(GENERATE, judgment_id)]
+    while any(r.get(key) is not None for key in keys):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.1)
+    return True
