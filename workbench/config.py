@@ -72,6 +72,21 @@ def _optional_str(raw: str) -> str | None:
     return raw or None
 
 
+def _fernet_keys(raw: str) -> str | None:
+    """Comma-separated Fernet keys (url-safe base64 of 32 bytes), checked without using them."""
+    keys = [k.strip() for k in raw.split(",") if k.strip()]
+    for position, key in enumerate(keys):
+        try:
+            ok = len(base64.urlsafe_b64decode(key.encode())) == 32
+        except (ValueError, TypeError):
+            ok = False
+        if not ok:
+            raise ValueError(f"key {position + 1} is not a Fernet key (url-safe base64 of 32 "
+                             "bytes; generate one with `python -c \"from cryptography.fernet "
+                             "import Fernet; print(Fernet.generate_key().decode())\"`)")
+    return ",".join(keys) or None
+
+
 def setting(default: Any, env: str, parse: Any, help: str, secret: bool = False) -> Any:
     """Declare a Config field together with its environment variable, parser and meaning."""
     return field(
@@ -159,6 +174,11 @@ class Config:
     models_json: str | None = setting(
         None, "WORKBENCH_MODELS", _optional_str,
         "The same list of registered LLM models, inline as JSON.")
+    secret_key: str | None = setting(
+        None, "WORKBENCH_SECRET_KEY", _fernet_keys,
+        "Fernet key(s) that encrypt the API keys of models registered through the models "
+        "route; comma-separated for rotation (the first encrypts, any decrypts). The same value "
+        "on every API process and worker. Never logged or returned.", secret=True)
     llm_concurrency: int = setting(
         8, "WORKBENCH_LLM_CONCURRENCY", _positive_int, "LLM calls one judgment job makes at once.")
     llm_timeout: float = setting(

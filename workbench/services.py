@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from contextlib import nullcontext
 from functools import cached_property
 
 import redis
@@ -12,10 +13,13 @@ from opensearchpy import OpenSearch
 
 from workbench.config import Config
 from workbench.llm.registry import Registry, load_registry
+from workbench.llm.runtime import StoredModels
+from workbench.llm.secrets import SecretBox
 from workbench.stats import EventStats
 from workbench.store.bootstrap import ensure_indices
 from workbench.store.client import make_client
 from workbench.store.identity import NOBODY, as_service
+from workbench.store.models import ModelStore
 from workbench.store.plugin_settings import PluginSettings
 from workbench.store.upstream import Upstream
 
@@ -50,9 +54,19 @@ class Services:
         return PluginSettings(self.client)
 
     @cached_property
+    def secret_box(self) -> SecretBox:
+        """Encrypts and decrypts the API keys of run-time models (WORKBENCH_SECRET_KEY)."""
+        return SecretBox(self.config.secret_key)
+
+    @cached_property
     def models(self) -> Registry:
-        """LLM models registered with the workbench (validated when first needed)."""
-        return load_registry(self.config)
+        """LLM models registered with the workbench (the environment's validated when first
+        needed), with the run-time ones behind them: read as the caller while answering a
+        request, as the service identity in a job."""
+        runtime = StoredModels(
+            lambda: ModelStore(self.client), self.config, self.secret_box,
+            identity=(nullcontext if self.for_callers else lambda: as_service(self.client)))
+        return load_registry(self.config, runtime)
 
     @cached_property
     def stats(self) -> EventStats:

@@ -44,6 +44,7 @@ def test_an_unknown_model_in_evaluate_is_a_400_naming_it(api: Api) -> None:
     reply = api.srw("POST", "/_evaluate", {"queryText": "wallet", "judge": "llm", "modelId": "1",
                                            "hits": [{"id": "a", "title": "a wallet"}]})
     reply.error(400, "model [1] is neither registered with the workbench (WORKBENCH_MODELS / "
-                     "WORKBENCH_MODELS_FILE) nor available through ML Commons (HTTP 400: no "
+                     "WORKBENCH_MODELS_FILE or the models route) nor available through ML "
+                     "Commons (HTTP 400: no "
                      "handler found for uri [/_plugins/_ml/models/1/_predict] and method [POST])",
                 "illegal_argument_exception")

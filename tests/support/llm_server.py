@@ -10,6 +10,10 @@ server runs in a thread of it), so a worker in another process can be pointed at
         llm.reply_text("not json")                # the call after: this text as the answer
         ...                                       # later calls: the word-overlap judge
         assert llm.calls == 3 and llm.requests[0].authorization == "Bearer sk-test"
+
+It also answers as Azure OpenAI does on ``/openai/deployments/<name>/chat/completions``
+(``azure_deployment`` registers a deployment and its ``api-key``), and, like OpenAI, refuses
+``temperature`` and ``max_tokens`` for reasoning models (o1, o3, o4-mini, gpt-5...).
 """
 
 from __future__ import annotations
@@ -26,6 +30,22 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 _PREDICT = re.compile(r"^/_plugins/_ml/models/(?P<model>[^/]+)/_predict$")
+_AZURE = re.compile(r"^/openai/deployments/(?P<deployment>[^/]+)/chat/completions$")
+_REASONING = re.compile(r"^(?:o\d|gpt-5)", re.IGNORECASE)
+# OpenAI's answers to parameters its reasoning models do not take (status 400).
+UNSUPPORTED = {
+    "temperature": "Unsupported parameter: 'temperature' is not supported with this model.",
+    "max_tokens": "Unsupported parameter: 'max_tokens' is not supported with this model. "
+                  "Use 'max_completion_tokens' instead.",
+}
+# Azure OpenAI's answers to a wrong key, a missing api-version and an unknown deployment.
+AZURE_ACCESS_DENIED = (
+    "Access denied due to invalid subscription key or wrong API endpoint. Make sure to provide "
+    "a valid key for an active subscription and use a correct regional API endpoint for your "
+    "resource.")
+AZURE_NO_DEPLOYMENT = (
+    "The API deployment for this resource does not exist. If you created the deployment within "
+    "the last 5 minutes, please wait a moment and try again.")
 _WORD = re.compile(r"[a-z0-9]+")
 _STOPWORDS = frozenset(
     ["a", "an", "and", "the", "of", "for", "in", "on", "to", "with", "by", "or", "is", "at"]
@@ -77,6 +97,7 @@ class LLMServer:
         self._requests: list[RecordedRequest] = []
         self._calls = 0
         self._latency = 0.0
+        self._azure: dict[str, tuple[str, str]] = {}
         self._server: ThreadingHTTPServer | None = None
 
     # --- life cycle ----------------------------------------------------------------------------
@@ -192,6 +213,12 @@ class LLMServer:
         """Wait ``seconds`` (on top of ``latency``) before answering normally."""
         self._push(_Script("slow", times, {"seconds": seconds}))
 
+    def azure_deployment(self, deployment: str, api_key: str, model: str = "gpt-4o-mini") -> None:
+        """Serve ``deployment`` (running ``model``) on the Azure path, for callers that send
+        this ``api-key`` header and an ``api-version`` parameter."""
+        with self._lock:
+            self._azure[deployment] = (api_key, model)
+
     def no_usage(self, times: int = 1) -> None:
         """Answer normally but without a ``usage`` object."""
         self._push(_Script("no_usage", times))
@@ -214,8 +241,9 @@ class LLMServer:
             return sum(script.times for script in self._script)
 
     def reset(self) -> None:
-        """Forget requests, scripts and latency."""
+        """Forget requests, scripts, latency and Azure deployments."""
         with self._lock:
+            self._azure.clear()
             self._script.clear()
             self._requests.clear()
             self._calls = 0
@@ -231,7 +259,9 @@ class LLMServer:
         except ValueError:
             body = None
         kind = "other"
-        if path.split("?")[0].endswith("/chat/completions"):
+        bare, _, query = path.partition("?")
+        azure = _AZURE.match(bare)
+        if bare.endswith("/chat/completions"):
             kind = "openai"
         elif _PREDICT.match(path.split("?")[0]):
             kind = "mlcommons"
@@ -247,6 +277,23 @@ class LLMServer:
             with self._lock:
                 self._requests.append(record)
             return 404, {}, {"error": f"no handler found for uri [{path}] and method [POST]"}
+        if azure:
+            refusal = self._azure_refusal(azure.group("deployment"), query, headers)
+            if refusal is not None:
+                with self._lock:
+                    self._requests.append(record)
+                    self._calls += 1
+                return refusal
+        if kind == "openai" and isinstance(body, dict):
+            model = str(body.get("model") or "")
+            if azure:
+                model = self._azure[azure.group("deployment")][1]
+            refused = _reasoning_refusal(model, body)
+            if refused is not None:
+                with self._lock:
+                    self._requests.append(record)
+                    self._calls += 1
+                return refused
         try:
             record.system, record.user, record.response_format = _prompt(kind, body)
         except (ValueError, TypeError, KeyError, AttributeError) as exc:
@@ -262,6 +309,25 @@ class LLMServer:
         if latency:
             time.sleep(latency)
         return self._answer(kind, record, body, script)
+
+    def _azure_refusal(self, deployment: str, query: str, headers: dict[str, str]
+                       ) -> tuple[int, dict[str, str], Any] | None:
+        """Azure's own answers: no api-version (404), a wrong or missing key (401), an unknown
+        deployment (404)."""
+        params = dict(p.partition("=")[::2] for p in query.split("&") if p)
+        if not params.get("api-version"):
+            return 404, {}, {"error": {"code": "404", "message": "Resource not found"}}
+        key = next((v for k, v in headers.items() if k.lower() == "api-key"), None)
+        with self._lock:
+            known = self._azure.get(deployment)
+        keys = {k for k, _ in self._azure.values()}
+        if key is None or (known is not None and key != known[0]) or (
+                known is None and key not in keys):
+            return 401, {}, {"error": {"code": "401", "message": AZURE_ACCESS_DENIED}}
+        if known is None:
+            return 404, {}, {"error": {"code": "DeploymentNotFound",
+                                       "message": AZURE_NO_DEPLOYMENT}}
+        return None
 
     def _take(self, has_response_format: bool) -> _Script | None:
         """Consume one use of the head script if it applies to this call (lock held)."""
@@ -329,6 +395,17 @@ class LLMServer:
         return 200, {}, {"inference_results": [
             {"output": [{"name": "response", "dataAsMap": data_as_map}], "status_code": 200}
         ]}
+
+
+def _reasoning_refusal(model: str, body: dict[str, Any]) -> tuple[int, dict[str, str], Any] | None:
+    """OpenAI's 400 for a parameter a reasoning model does not take, as the service words it."""
+    if not _REASONING.match(model):
+        return None
+    for param, message in UNSUPPORTED.items():
+        if param in body:
+            return 400, {}, {"error": {"message": message, "type": "invalid_request_error",
+                                       "param": param, "code": "unsupported_parameter"}}
+    return None
 
 
 def _error(kind: str, status: int, message: str) -> tuple[int, dict[str, str], Any]:

@@ -1,7 +1,8 @@
 """``_plugins/_ml/models/_search``: the models Dashboards may pick for LLM judgments.
 
-Models registered with the workbench are listed with the cluster's ML Commons models (or alone,
-when the cluster has no ML Commons), shaped as ML Commons model documents.
+Models registered with the workbench (in the environment and, read as the caller, through the
+models route) are listed with the cluster's ML Commons models (or alone, when the cluster has no
+ML Commons), shaped as ML Commons model documents.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ caller.install(bp)
 @bp.route("/_plugins/_ml/models/_search", methods=["GET", "POST"])
 def search_models() -> Response:
     svc = services()
-    ours = ml_models_search_response(svc.models)
+    ours = ml_models_search_response(svc.models, with_runtime=True)
     if not plugins.has(svc.client, "opensearch-ml"):
         return json_response(ours)
     if not ours["hits"]["hits"]:

@@ -56,6 +56,7 @@ def install(app: Flask) -> None:
         evaluate,
         experiments,
         judgments,
+        models,
         query_sets,
         schedules,
         search_configurations,
@@ -64,7 +65,7 @@ def install(app: Flask) -> None:
 
     if not bp._got_registered_once:  # nesting is fixed at the first app; later apps reuse it
         for child in (query_sets.bp, search_configurations.bp, judgments.bp, schedules.bp,
-                      experiments.bp, evaluate.bp, stats.bp):
+                      experiments.bp, evaluate.bp, stats.bp, models.bp):
             bp.register_blueprint(child)
     app.register_blueprint(bp)
 

@@ -37,7 +37,8 @@ RETRYABLE_CODES = frozenset({
 
 
 class BedrockChatModel:
-    """``bedrock-runtime`` ``converse`` with temperature 0.
+    """``bedrock-runtime`` ``converse``, by default with temperature 0 (``inference`` replaces
+    the ``inferenceConfig``: ``temperature`` and ``maxTokens`` as the model's options say).
 
     ``client`` may be injected (tests use botocore's Stubber); otherwise one client is created on
     first use, with botocore's own retries off so that ours are the only ones.
@@ -52,8 +53,10 @@ class BedrockChatModel:
         client: Any = None,
         *,
         retry: RetryPolicy = DEFAULT_RETRY,
+        inference: dict[str, Any] | None = None,
     ) -> None:
         self.model_id = model_id
+        self.inference = {"temperature": 0} if inference is None else dict(inference)
         self.bedrock_model_id = bedrock_model_id
         self.region = region
         self.timeout = config.llm_timeout
@@ -88,8 +91,9 @@ class BedrockChatModel:
             "modelId": self.bedrock_model_id,
             "system": [{"text": request.system}],
             "messages": [{"role": "user", "content": [{"text": request.user}]}],
-            "inferenceConfig": {"temperature": 0},
         }
+        if self.inference:
+            kwargs["inferenceConfig"] = dict(self.inference)
         tool_name = None
         if request.response_format is not None:
             try:

@@ -139,8 +139,8 @@ class MLCommonsModel:
                 raise UnknownModel(
                     self.model_id,
                     f"model [{self.model_id}] is neither registered with the workbench "
-                    f"(WORKBENCH_MODELS / WORKBENCH_MODELS_FILE) nor available through ML "
-                    f"Commons (HTTP {status}: {detail})",
+                    f"(WORKBENCH_MODELS / WORKBENCH_MODELS_FILE or the models route) nor "
+                    f"available through ML Commons (HTTP {status}: {detail})",
                     status=status,
                 )
             check_status(self.model_id, status, headers, body, self.where, [self._password])

@@ -1,8 +1,9 @@
-"""OpenAI-compatible chat completions (OpenAI, Azure-style gateways, vLLM, Ollama, LiteLLM...)."""
+"""OpenAI-compatible chat completions (OpenAI, Azure OpenAI, vLLM, Ollama, LiteLLM...)."""
 
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from typing import Any
 
 import urllib3
@@ -23,10 +24,14 @@ from workbench.llm.base import (
 
 
 class OpenAIChatModel:
-    """``POST {base_url}/chat/completions`` with temperature 0.
+    """``POST {base_url}/chat/completions`` (or the full ``url`` given, e.g. an Azure deployment).
 
-    The API key is read from the environment variable named by ``api_key_env`` at call time, so a
-    rotated key is picked up without a restart and the key itself is never stored in settings.
+    The body carries ``body_options`` (by default temperature 0; see ``ModelSpec.body_options``
+    for reasoning models). The key is either ``api_key`` (a stored key, already decrypted) or
+    read from the environment variable named by ``api_key_env`` at call time, so a rotated key
+    is picked up without a restart. ``key_header`` ``api-key`` sends it as Azure wants it,
+    otherwise as ``Authorization: Bearer``; ``send_model`` False leaves ``model`` out of the
+    body (an Azure deployment names its model).
     """
 
     def __init__(
@@ -38,11 +43,20 @@ class OpenAIChatModel:
         config: Config,
         *,
         retry: RetryPolicy = DEFAULT_RETRY,
+        url: str | None = None,
+        api_key: str | None = None,
+        key_header: str = "bearer",
+        send_model: bool = True,
+        body_options: Mapping[str, Any] | None = None,
     ) -> None:
         self.model_id = model_id
         self.model = model
         self.api_key_env = api_key_env
-        self.url = base_url.rstrip("/") + "/chat/completions"
+        self._stored_key = api_key
+        self.key_header = key_header
+        self.send_model = send_model
+        self.body_options = dict({"temperature": 0} if body_options is None else body_options)
+        self.url = url or base_url.rstrip("/") + "/chat/completions"
         self.where = redact_url(self.url)
         self.timeout = config.llm_timeout
         self.max_retries = config.llm_max_retries
@@ -50,7 +64,12 @@ class OpenAIChatModel:
         # One pool for every thread of the job; urllib3's PoolManager is thread-safe.
         self._pool = urllib3.PoolManager(maxsize=max(4, config.llm_concurrency), block=False)
 
+    def __repr__(self) -> str:  # never the key
+        return f"OpenAIChatModel({self.model_id!r}, {self.where!r})"
+
     def _api_key(self) -> str | None:
+        if self._stored_key:
+            return self._stored_key
         if not self.api_key_env:
             return None
         key = os.environ.get(self.api_key_env)
@@ -64,15 +83,16 @@ class OpenAIChatModel:
     def chat(self, request: ChatRequest) -> ChatResult:
         """One chat completion, retried on 429/5xx/timeouts; LLMError on failure."""
         key = self._api_key()
-        headers = {"Authorization": f"Bearer {key}"} if key else {}
-        payload: dict[str, Any] = {
-            "model": self.model,
-            "messages": [
-                {"role": "system", "content": request.system},
-                {"role": "user", "content": request.user},
-            ],
-            "temperature": 0,
-        }
+        headers: dict[str, str] = {}
+        if key:
+            headers = ({"api-key": key} if self.key_header == "api-key"
+                       else {"Authorization": f"Bearer {key}"})
+        payload: dict[str, Any] = {"model": self.model} if self.send_model else {}
+        payload["messages"] = [
+            {"role": "system", "content": request.system},
+            {"role": "user", "content": request.user},
+        ]
+        payload.update(self.body_options)
         if request.response_format is not None:
             payload["response_format"] = request.response_format
 

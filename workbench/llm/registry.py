@@ -1,75 +1,60 @@
-"""LLM models registered with the workbench itself (WORKBENCH_MODELS_FILE / WORKBENCH_MODELS).
+"""LLM models registered with the workbench itself: in the environment (WORKBENCH_MODELS_FILE /
+WORKBENCH_MODELS) and at run time (the models route, read through ``Registry.runtime``).
 
 A judgment's ``modelId`` is looked up here first; an id the workbench does not know is taken to
-be an ML Commons model of the cluster. The list is validated when it is loaded so that a typo
-stops the server at start-up rather than failing a judgment an hour later.
+be an ML Commons model of the cluster. The environment list is validated when it is loaded so
+that a typo stops the server at start-up rather than failing a judgment an hour later.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-import re
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-from urllib.parse import urlsplit
+from typing import Any, Protocol
 
-from workbench.config import Config, ConfigError, redact_url
+from workbench.config import Config, ConfigError
 from workbench.llm.base import ChatModel
 from workbench.llm.bedrock import BedrockChatModel
 from workbench.llm.mlcommons import MLCommonsModel
 from workbench.llm.openai import OpenAIChatModel
+from workbench.llm.spec import ModelSpec, SpecError, parse_spec
 
 log = logging.getLogger(__name__)
 
 ML_MODEL_INDEX = ".plugins-ml-model"
-_ID = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
-_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-_COMMON = {"id", "name", "provider", "description"}
-_FIELDS = {
-    "openai": _COMMON | {"base_url", "model", "api_key_env"},
-    "bedrock": _COMMON | {"model", "region"},
-}
 _INLINE_KEYS = {"api_key", "apikey", "api-key", "key", "secret", "token", "password"}
 
 
-@dataclass(frozen=True)
-class ModelEntry:
-    """One validated entry of the models list (secrets are never part of it)."""
+class RuntimeModels(Protocol):
+    """Models registered through the models route (``workbench.llm.runtime``)."""
 
-    id: str
-    name: str
-    provider: str
-    model: str
-    description: str | None = None
-    base_url: str | None = None
-    api_key_env: str | None = None
-    region: str | None = None
+    def get(self, model_id: str) -> ChatModel | None: ...
 
-    def summary(self) -> str:
-        """A description safe to show to any client: no URL credentials, no env names."""
-        if self.description:
-            return self.description
-        if self.provider == "openai":
-            return f"OpenAI-compatible model {self.model} (registered with the workbench)"
-        where = f" in {self.region}" if self.region else ""
-        return f"Amazon Bedrock model {self.model}{where} (registered with the workbench)"
+    def specs(self) -> list[ModelSpec]: ...
 
 
 class Registry:
-    """The registered models by id; immutable once built, so threads may share it."""
+    """The models registered in the environment by id (immutable once built, so threads may
+    share it), and the run-time models behind them when the process has a cluster."""
 
-    def __init__(self, entries: list[ModelEntry], models: dict[str, ChatModel]) -> None:
+    def __init__(self, entries: list[ModelSpec], models: dict[str, ChatModel],
+                 runtime: RuntimeModels | None = None) -> None:
         self._entries = {entry.id: entry for entry in entries}
         self._models = models
+        self.runtime = runtime
 
     def get(self, model_id: str) -> ChatModel | None:
-        """The registered model with this id, or None when ML Commons should be asked."""
-        return self._models.get(model_id)
+        """The environment model with this id, else the run-time one, else None (ask ML
+        Commons). Run-time models are read on every call, so a change is seen at once."""
+        model = self._models.get(model_id)
+        if model is None and self.runtime is not None:
+            model = self.runtime.get(model_id)
+        return model
 
-    def entry(self, model_id: str) -> ModelEntry | None:
+    def entry(self, model_id: str) -> ModelSpec | None:
+        """The environment model's description (run-time ones are not included)."""
         return self._entries.get(model_id)
 
     def __contains__(self, model_id: object) -> bool:
@@ -81,23 +66,33 @@ class Registry:
     def __iter__(self) -> Iterator[str]:
         return iter(self._entries)
 
-    def models(self) -> list[dict[str, Any]]:
-        """Each model as an ML Commons model document (what Dashboards lists), in load order."""
-        return [
-            {
-                "name": entry.name,
-                "algorithm": "REMOTE",
-                "model_state": "DEPLOYED",
-                "model_id": entry.id,
-                "description": entry.summary(),
-            }
-            for entry in self._entries.values()
-        ]
+    def specs(self) -> list[ModelSpec]:
+        """Environment models in load order."""
+        return list(self._entries.values())
+
+    def models(self, with_runtime: bool = False) -> list[dict[str, Any]]:
+        """Each model as an ML Commons model document (what Dashboards lists): environment
+        models in load order, then (``with_runtime``) the run-time ones by name."""
+        specs = self.specs()
+        if with_runtime and self.runtime is not None:
+            specs += [s for s in self.runtime.specs() if s.id not in self._entries]
+        return [ml_document(spec) for spec in specs]
 
 
-def load_registry(config: Config) -> Registry:
+def ml_document(spec: ModelSpec) -> dict[str, Any]:
+    """A model as ML Commons describes a deployed remote model (no URL, no secret)."""
+    return {
+        "name": spec.name,
+        "algorithm": "REMOTE",
+        "model_state": "DEPLOYED",
+        "model_id": spec.id,
+        "description": spec.summary(),
+    }
+
+
+def load_registry(config: Config, runtime: RuntimeModels | None = None) -> Registry:
     """Build the registry from the models file, then the inline list (inline wins on equal ids)."""
-    entries: dict[str, ModelEntry] = {}
+    entries: dict[str, ModelSpec] = {}
     sources: list[tuple[str, Any]] = []
     if config.models_file:
         label = f"WORKBENCH_MODELS_FILE ({config.models_file})"
@@ -117,8 +112,8 @@ def load_registry(config: Config) -> Registry:
             if entry.id in entries:
                 log.info("model %r from %s replaces the one from the models file", entry.id, label)
             entries[entry.id] = entry
-    models = {model_id: _build(entry, config) for model_id, entry in entries.items()}
-    return Registry(list(entries.values()), models)
+    models = {model_id: build_model(entry, config) for model_id, entry in entries.items()}
+    return Registry(list(entries.values()), models, runtime)
 
 
 def resolve(model_id: str, config: Config, registry: Registry) -> ChatModel:
@@ -126,13 +121,13 @@ def resolve(model_id: str, config: Config, registry: Registry) -> ChatModel:
     return registry.get(model_id) or MLCommonsModel(model_id, config)
 
 
-def ml_models_search_response(registry: Registry) -> dict[str, Any]:
+def ml_models_search_response(registry: Registry, with_runtime: bool = False) -> dict[str, Any]:
     """An OpenSearch search answer over the registered models, shaped like a search of ML
     Commons' model index, so Dashboards' model picker can list them."""
     hits = [
         {"_index": ML_MODEL_INDEX, "_id": doc["model_id"], "_version": 1, "_seq_no": 0,
          "_primary_term": 1, "_score": 1.0, "_source": doc}
-        for doc in registry.models()
+        for doc in registry.models(with_runtime)
     ]
     return {
         "took": 0,
@@ -146,11 +141,25 @@ def ml_models_search_response(registry: Registry) -> dict[str, Any]:
     }
 
 
-def _build(entry: ModelEntry, config: Config) -> ChatModel:
-    if entry.provider == "openai":
-        assert entry.base_url is not None
-        return OpenAIChatModel(entry.id, entry.base_url, entry.model, entry.api_key_env, config)
-    return BedrockChatModel(entry.id, entry.model, entry.region, config)
+def build_model(spec: ModelSpec, config: Config, api_key: str | None = None) -> ChatModel:
+    """The client for one model; ``api_key`` is a stored key, already decrypted."""
+    if spec.provider == "bedrock":
+        inference = {"temperature": 0}
+        if "temperature" in spec.options:
+            inference.pop("temperature")
+            if spec.options["temperature"] is not None:
+                inference["temperature"] = spec.options["temperature"]
+        if "max_tokens" in spec.options:
+            inference["maxTokens"] = spec.options["max_tokens"]
+        return BedrockChatModel(spec.id, spec.wire_model, spec.region, config,
+                                inference=inference)
+    assert spec.endpoint is not None
+    azure = spec.provider == "azure_openai"
+    return OpenAIChatModel(spec.id, spec.endpoint, spec.wire_model, spec.api_key_env, config,
+                           url=spec.chat_url(), api_key=api_key,
+                           key_header="api-key" if azure else "bearer",
+                           send_model=not azure,
+                           body_options=spec.body_options())
 
 
 def _parse_json(label: str, text: str) -> Any:
@@ -163,7 +172,7 @@ def _parse_json(label: str, text: str) -> Any:
         ) from None
 
 
-def _validate_list(label: str, data: Any) -> Iterator[ModelEntry]:
+def _validate_list(label: str, data: Any) -> Iterator[ModelSpec]:
     if not isinstance(data, list):
         raise ConfigError(
             f"{label}: expected a JSON list of models such as "
@@ -174,62 +183,21 @@ def _validate_list(label: str, data: Any) -> Iterator[ModelEntry]:
         yield _validate_entry(label, position, item)
 
 
-def _validate_entry(label: str, position: int, item: Any) -> ModelEntry:
+def _validate_entry(label: str, position: int, item: Any) -> ModelSpec:
     where = f"{label}: models[{position}]"
     if not isinstance(item, dict):
         raise ConfigError(f"{where}: expected a JSON object, got {type(item).__name__}")
     model_id = item.get("id")
     if isinstance(model_id, str) and model_id:
         where = f"{where} (id {model_id!r})"
-
-    def fail(field: str, problem: str) -> ConfigError:
-        return ConfigError(f'{where}: field "{field}" {problem}')
-
     for key in item:
         if str(key).lower() in _INLINE_KEYS:
-            raise fail(
-                str(key),
-                "is not accepted: never put an API key in the models list; put the key in an "
-                'environment variable and name that variable in "api_key_env"',
-            )
-    if not isinstance(model_id, str) or not model_id:
-        raise fail("id", "is required and must be a non-empty string")
-    if not _ID.match(model_id):
-        raise fail("id", f"must be 1 to 128 letters, digits or . _ : - (got {model_id!r})")
-    provider = item.get("provider")
-    if provider not in _FIELDS:
-        raise fail("provider", f"must be one of {sorted(_FIELDS)}, got {provider!r}")
-    unknown = sorted(set(item) - _FIELDS[provider])
-    if unknown:
-        raise fail(unknown[0], f"is not a setting of provider {provider!r} "
-                               f"(known: {sorted(_FIELDS[provider])})")
-
-    def text(field: str, required: bool) -> str | None:
-        value = item.get(field)
-        if value is None and not required:
-            return None
-        if not isinstance(value, str) or not value.strip():
-            raise fail(field, "is required and must be a non-empty string" if required
-                       else "must be a non-empty string")
-        return value.strip()
-
-    name = text("name", False) or model_id
-    description = text("description", False)
-    model = text("model", True)
-    assert model is not None
-    if provider == "openai":
-        base_url = text("base_url", True)
-        assert base_url is not None
-        parts = urlsplit(base_url)
-        if parts.scheme not in ("http", "https") or not parts.netloc:
-            raise fail("base_url", f"must be an http(s) URL such as https://api.openai.com/v1, "
-                                   f"got {redact_url(base_url)!r}")
-        api_key_env = text("api_key_env", False)
-        if api_key_env is not None and not _ENV_NAME.match(api_key_env):
-            # The value is not echoed: it is most likely a key pasted in the wrong place.
-            raise fail("api_key_env", "must be the NAME of an environment variable holding the "
-                                      "key (such as OPENAI_API_KEY), not the key itself")
-        return ModelEntry(model_id, name, provider, model, description, base_url.rstrip("/"),
-                          api_key_env)
-    return ModelEntry(model_id, name, provider, model, description,
-                      region=text("region", False))
+            raise ConfigError(
+                f'{where}: field "{key}" is not accepted: never put an API key in the models '
+                'list; put the key in an environment variable and name that variable in '
+                '"api_key_env" (or register the model through the models route, which stores '
+                "its key encrypted)")
+    try:
+        return parse_spec(item, snake=True, allow_url_credentials=True)
+    except SpecError as exc:
+        raise ConfigError(f"{where}: {exc}") from None

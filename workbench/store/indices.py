@@ -13,6 +13,7 @@ JOBS_INDEX = ".search-relevance-scheduled-experiment-jobs"
 HISTORY_INDEX = ".search-relevance-scheduled-experiment-history"
 CACHE_INDEX = ".plugins-search-relevance-judgment-cache"
 SETTINGS_INDEX = ".plugins-search-relevance-settings"
+MODELS_INDEX = ".plugins-search-relevance-models"
 
 
 # OpenSearch refuses to create an index with a longer name.

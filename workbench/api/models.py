@@ -1,0 +1,152 @@
+"""``/_plugins/_search_relevance/models``: register, list, read, change and delete LLM models
+at run time (a workbench extension; the plugin relies on ML Commons for models).
+
+Models live in the models index, so every API process and every running worker sees a change at
+once. An API key given here is stored only encrypted (WORKBENCH_SECRET_KEY) and never answered:
+``apiKeySet`` says whether the model has one. Models registered in the environment are listed
+too (``source: environment``) but cannot be changed here (409).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flask import Blueprint, Response
+
+from workbench.api import caller, json_body, json_response, services
+from workbench.api.srw import repository
+from workbench.errors import BadRequest, Conflict, NotFound
+from workbench.llm.secrets import SecretKeyMissing
+from workbench.llm.spec import ModelSpec, SpecError, check_api_key, normalise, parse_spec
+from workbench.store.indices import MODELS_INDEX
+from workbench.store.models import SECRET_FIELD, ModelStore, public
+from workbench.store.repository import new_id, now_iso
+
+bp = Blueprint("models", __name__, url_prefix="/models")
+
+ENV_MODEL = ("model [{id}] is registered in the environment (WORKBENCH_MODELS / "
+             "WORKBENCH_MODELS_FILE) and cannot be changed through the API; change it there, "
+             "or register this model under another id")
+
+
+def _store() -> ModelStore:
+    return ModelStore(services().client)
+
+
+def _env_spec(model_id: str) -> ModelSpec | None:
+    return services().models.entry(model_id)
+
+
+def _env_public(spec: ModelSpec) -> dict[str, Any]:
+    return {**spec.public(), "apiKeySet": spec.api_key_env is not None, "source": "environment"}
+
+
+def _validate(data: dict[str, Any]) -> ModelSpec:
+    try:
+        spec = parse_spec(data)
+        if data.get("apiKey") is not None:
+            check_api_key(data["apiKey"])
+            if data.get("apiKeyEnv") is not None:
+                raise SpecError("apiKey", 'and "apiKeyEnv" cannot both be given: store the key, '
+                                          "or name the environment variable holding it")
+    except SpecError as exc:
+        raise BadRequest(f"Invalid model: {exc}") from None
+    return spec
+
+
+def _encrypt(api_key: str) -> str:
+    try:
+        return services().secret_box.encrypt(api_key.strip())
+    except SecretKeyMissing as exc:
+        raise BadRequest(f"Invalid model: field \"apiKey\" cannot be stored: {exc}") from None
+
+
+def _document(spec: ModelSpec, token: str | None, created: dict[str, Any]) -> dict[str, Any]:
+    doc = {**spec.public(), **created, "lastUpdated": now_iso()}
+    if token:
+        doc[SECRET_FIELD] = token
+    return doc
+
+
+def _normalised(body: dict[str, Any]) -> dict[str, Any]:
+    """The body with canonical field names (``base_url`` -> ``endpoint``...)."""
+    try:
+        return normalise(body)[0]
+    except SpecError as exc:
+        raise BadRequest(f"Invalid model: {exc}") from None
+
+
+@bp.route("", methods=["PUT", "POST"])
+def create_model() -> Response:
+    body = json_body()
+    assert body is not None
+    data = {k: v for k, v in _normalised(body).items() if v is not None}
+    data.setdefault("id", new_id())
+    spec = _validate(data)
+    if _env_spec(spec.id) is not None:
+        raise Conflict(ENV_MODEL.format(id=spec.id))
+    token = _encrypt(data["apiKey"]) if data.get("apiKey") is not None else None
+    now = now_iso()
+    _store().create(_document(spec, token, {"timestamp": now, **caller.created_by()}))
+    return json_response({"model_id": spec.id, "result": "created"})
+
+
+@bp.get("")
+def list_models() -> Response:
+    env = [_env_public(spec) for spec in services().models.specs()]
+    stored = [public(doc) for doc in _store().all() if _env_spec(str(doc.get("id"))) is None]
+    models = env + stored
+    return json_response({"total": len(models), "models": models})
+
+
+@bp.get("/<entity_id>")
+def get_model(entity_id: str) -> Response:
+    spec = _env_spec(entity_id)
+    if spec is not None:
+        return json_response(_env_public(spec))
+    found = _store().get(entity_id)
+    if found is None:
+        raise NotFound(f"model not found: {entity_id}")
+    return json_response(public(found[0]))
+
+
+@bp.put("/<entity_id>")
+def update_model(entity_id: str) -> Response:
+    """Fields given replace the stored ones (``null`` removes an optional one); fields left
+    out are kept, the key included. A new ``provider`` replaces the whole model."""
+    if _env_spec(entity_id) is not None:
+        raise Conflict(ENV_MODEL.format(id=entity_id))
+    body = json_body()
+    assert body is not None
+    changes = _normalised(body)
+    if changes.get("id", entity_id) != entity_id:
+        raise BadRequest('Invalid model: field "id" cannot be changed (it is the path\'s id)')
+    store = _store()
+    found = store.get(entity_id)
+    if found is None:
+        raise NotFound(f"model not found: {entity_id}")
+    doc, version = found
+    kept = {k: v for k, v in doc.items()
+            if k not in (SECRET_FIELD, "timestamp", "lastUpdated", "createdBy")}
+    replace_all = "provider" in changes and changes["provider"] != doc.get("provider")
+    data = {**({} if replace_all else kept), **changes, "id": entity_id}
+    if changes.get("apiKey") is not None and "apiKeyEnv" not in changes:
+        data.pop("apiKeyEnv", None)  # a stored key replaces the environment variable's name
+    data = {k: v for k, v in data.items() if v is not None}  # null removes a field
+    spec = _validate(data)
+    token = None if replace_all else doc.get(SECRET_FIELD)
+    if "apiKey" in changes or changes.get("apiKeyEnv") is not None:
+        token = None  # a new key, no key, or a key from the environment instead
+    if data.get("apiKey") is not None:
+        token = _encrypt(data["apiKey"])
+    created: dict[str, Any] = {k: doc[k] for k in ("timestamp", "createdBy") if k in doc}
+    store.replace(_document(spec, token, created), version)
+    return json_response({"model_id": entity_id, "result": "updated"})
+
+
+@bp.delete("/<entity_id>")
+def delete_model(entity_id: str) -> Response:
+    if _env_spec(entity_id) is not None:
+        raise Conflict(ENV_MODEL.format(id=entity_id))
+    status, answer = repository(MODELS_INDEX).delete(entity_id)
+    return json_response(answer, status)
