@@ -26,6 +26,7 @@ from workbench.store.indices import (
     VARIANT_INDEX,
 )
 from workbench.store.repository import Repository, now_iso
+from workbench.store.search import missing_pipeline
 
 _NAMESPACE = uuid.UUID("6b1f0d2e-4c1a-4a8e-9a51-3f1c2b7d9e10")
 
@@ -145,6 +146,11 @@ def load(svc: Services, experiment: dict[str, Any], run_id: str | None = None,
     query_set = get(QUERY_SET_INDEX, experiment["querySetId"], "QuerySet")
     configs = [(c, get(SEARCH_CONFIG_INDEX, c, "SearchConfiguration"))
                for c in experiment.get("searchConfigurationList") or []]
+    # HYBRID_OPTIMIZER does not apply the configuration's named pipeline (it uses its own).
+    if experiment.get("type") != "HYBRID_OPTIMIZER":
+        missing = missing_pipeline(svc.client, [config for _, config in configs])
+        if missing:
+            raise JobFailed(missing)
     judgments = [get(JUDGMENT_INDEX, j, "Judgment") for j in experiment.get("judgmentList") or []]
     deadline = time.monotonic() + timeout_seconds if timeout_seconds else None
     return RunContext(svc, experiment, query_set, configs, judgments, run_id, deadline)

@@ -11,7 +11,7 @@ from workbench.jobs.base import JobFailed
 from workbench.querysets.entries import QueryEntry
 from workbench.services import Services
 from workbench.store.repository import Repository
-from workbench.store.search import SearchFailure, msearch
+from workbench.store.search import SearchFailure, missing_pipeline, msearch
 from workbench.store.search_render import render
 
 Hit = tuple[str, str]  # (docId, the text shown to the judge)
@@ -40,7 +40,11 @@ def load(svc: Services, index: str, entity_id: str, label: str) -> dict[str, Any
 def retrieve(svc: Services, entries: list[QueryEntry], configs: list[dict[str, Any]],
              size: int, describe: Callable[[dict[str, Any]], str]) -> list[Target]:
     """Top ``size`` hits per query per configuration, each described by ``describe(_source)``.
-    A query all of whose searches fail keeps the reason in ``search_error``."""
+    A query all of whose searches fail keeps the reason in ``search_error``; a named search
+    pipeline that does not exist fails the job."""
+    missing = missing_pipeline(svc.client, configs)
+    if missing:
+        raise JobFailed(missing)
     targets = [Target(entry) for entry in entries]
     searches, owners = [], []
     for number, entry in enumerate(entries):

@@ -8,8 +8,10 @@ from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import quote
 
 from opensearchpy import OpenSearch
+from opensearchpy.exceptions import NotFoundError
 
 from workbench.store.identity import carry
 from workbench.store.search_render import RenderedSearch
@@ -51,6 +53,22 @@ def check_shards(answer: dict[str, Any], index: str) -> dict[str, Any]:
                        f"{text}")
 
 
+def missing_pipeline(client: OpenSearch, configs: list[dict[str, Any]]) -> str | None:
+    """Why a job cannot run these search configurations because a named search pipeline does
+    not exist, or None. Creates accept a pipeline that does not exist yet (as the plugin
+    does), so jobs check it when they start: otherwise the cluster would refuse the whole
+    ``_msearch`` with a reason that names no configuration."""
+    for name in sorted({str(c.get("searchPipeline") or "").strip() for c in configs} - {""}):
+        try:
+            client.transport.perform_request("GET", f"/_search/pipeline/{quote(name, safe='')}")
+        except NotFoundError:
+            users = [str(c.get("id")) for c in configs
+                     if str(c.get("searchPipeline") or "").strip() == name]
+            return (f"Search pipeline [{name}] of search configuration [{', '.join(users)}] "
+                    "does not exist in the cluster")
+    return None
+
+
 # What an evaluation needs of each answer: ids, scores, timing and shard failures (a fraction of
 # the bytes).
 IDS_ONLY = ("responses.took,responses.status,responses.error,responses.hits.hits._id,"
@@ -77,7 +95,7 @@ def msearch_batches(client: OpenSearch, searches: list[RenderedSearch], batch: i
                     ids_only: bool = False) -> Iterator[tuple[list[int], list[Answer]]]:
     """(positions, answers) one ``_msearch`` at a time; the next request is already on its way
     while the caller works on the current answers. Searches sharing a search pipeline go
-    together, since the pipeline is a parameter of the whole ``_msearch`` request."""
+    together."""
     by_pipeline: dict[str | None, list[int]] = {}
     for position, search in enumerate(searches):
         by_pipeline.setdefault(search.pipeline, []).append(position)
@@ -91,9 +109,13 @@ def msearch_batches(client: OpenSearch, searches: list[RenderedSearch], batch: i
             body = searches[position].body
             if ids_only:
                 body = {**body, "_source": False}
+            if pipeline and "search_pipeline" not in body:
+                # ``_msearch`` takes no ``search_pipeline`` parameter (3.x refuses it); each
+                # body names its pipeline instead.
+                body = {**body, "search_pipeline": pipeline}
             lines.append(json.dumps({"index": searches[position].index}))
             lines.append(json.dumps(body))
-        params = {"search_pipeline": pipeline} if pipeline else {}
+        params: dict[str, str] = {}
         if ids_only:
             params["filter_path"] = IDS_ONLY
         answer = client.msearch(body="\n".join(lines) + "\n", params=params,

@@ -6,7 +6,6 @@
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,9 +15,6 @@ from workbench import request_json
 from workbench.errors import BadRequest
 
 PLACEHOLDERS = ("%SearchText%", "%queryText%")
-# Possessive: a "{{" followed by a long run of spaces used to be retried at every split of the
-# run between the two \s* (quadratic).
-_MUSTACHE_VAR = re.compile(r"\{\{\{?\s*+[#^&]?\s*+[A-Za-z_][\w.]*+\s*+\}?\}\}")
 
 # OpenSearch renders Mustache search templates with JSON escaping of the parameters.
 _renderer = pystache.Renderer(
@@ -72,8 +68,9 @@ def render(config: dict[str, Any], query_text: str, size: int,
 def query_error(query: Any, field: str = "query") -> str | None:
     """Why a configuration's ``query`` cannot be used, or None.
 
-    It must be a string holding a JSON object once its placeholders are filled, and it must use
-    the query text: ``%SearchText%``, ``%queryText%`` or a Mustache variable. JSON beyond the
+    It must be a string holding a JSON object once its placeholders are filled: a query that
+    can never be sent is refused rather than stored. It need not use the query text (a
+    ``match_all`` baseline is a fair configuration, and the plugin stores it). JSON beyond the
     limits of ``request_json`` is a ``BadRequest`` naming ``field``.
     """
     if query is None:
@@ -82,9 +79,6 @@ def query_error(query: Any, field: str = "query") -> str | None:
         return "query must be a string holding the search body as JSON"
     if not query.strip():
         return "query cannot be empty"
-    if not any(p in query for p in PLACEHOLDERS) and not _MUSTACHE_VAR.search(query):
-        return ("query must contain the %SearchText% or %queryText% placeholder "
-                "(or a Mustache variable such as {{queryText}})")
     sample = substitute(query, "sample query")
     try:
         parsed = request_json.loads(sample, field)
