@@ -168,6 +168,11 @@ class Config:
         "Seconds a running job waits out an unreachable cluster or broker (retrying with "
         "backoff up to 30 s apart, from its first failure) before it gives up; a job that "
         "then cannot record ERROR is left to the lease sweeper, which queues it again.")
+    judgment_wait: float = setting(
+        1800.0, "WORKBENCH_JUDGMENT_WAIT", _positive_float,
+        "Seconds an experiment (or scheduled run) whose judgment lists are still being "
+        "generated waits for them, from its creation (fire time), before it ends ERROR; while "
+        "it waits its job is queued again every few seconds rather than holding a worker.")
     models_file: str | None = setting(
         None, "WORKBENCH_MODELS_FILE", _optional_str,
         "JSON file of LLM models registered with the workbench (see README, LLM models).")

@@ -373,16 +373,22 @@ def test_empty_query_set_is_refused(api: Api, world: dict[str, Any]) -> None:
      '"search_pipeline":{"phase_results_processors":[]}}',
      "search pipeline is not allowed in search request"),
 ])
-def test_hybrid_configuration_must_be_a_two_clause_hybrid_query(
-    api: Api, world: dict[str, Any], query: str, reason: str
+def test_a_hybrid_experiment_over_a_non_hybrid_configuration_is_accepted_then_ends_error(
+    api: Api, world: dict[str, Any], query: str, reason: str, direct: OpenSearch
 ) -> None:
+    """Accepted (as by the plugin); the job checks the configuration before any search and
+    ends ERROR with the plugin's message, writing no evaluation results or variants."""
     config = api.srw("PUT", "/search_configurations", {"name": "h", "index": world["index"],
                                                        "query": query}).json[
         "search_configuration_id"]
-    api.srw("PUT", "/experiments", {"type": "HYBRID_OPTIMIZER", "querySetId": world["querySetId"],
-                                    "searchConfigurationList": [config],
-                                    "judgmentList": [world["judgment"]], "size": 3}).error(
-        400, reason)
+    experiment_id = create(api, {"type": "HYBRID_OPTIMIZER", "querySetId": world["querySetId"],
+                                 "searchConfigurationList": [config],
+                                 "judgmentList": [world["judgment"]], "size": 3})
+    done = wait(api, f"/experiments/{experiment_id}")
+    assert done["status"] == "ERROR"
+    assert done["results"] == [{"error": f"{reason} (search configuration [{config}])"}]
+    assert by_experiment(direct, EVALUATIONS, experiment_id) == []
+    assert by_experiment(direct, VARIANTS, experiment_id) == []
 
 
 def test_esci_style_graded_ratings_evaluate(api: Api, world: dict[str, Any]) -> None:

@@ -7,7 +7,6 @@ from typing import Any
 from opensearchpy import OpenSearch
 
 from workbench.errors import BadRequest
-from workbench.experiments import hybrid
 from workbench.querysets.entries import read_entries
 from workbench.schemas.numbers import MAX_RESULT_WINDOW, bounded_int
 from workbench.schemas.text import DESCRIPTION_LIMIT, NAME_LIMIT, text_error
@@ -79,14 +78,14 @@ def new_experiment(client: OpenSearch, body: dict[str, Any]) -> dict[str, Any]:
     judgment_ids = _id_list(body, "judgmentList")
     if experiment_type in NEEDS_JUDGMENTS and not judgment_ids:
         raise BadRequest(f"judgmentList is required for {experiment_type}")
+    # A judgment still being generated is accepted: the job waits for it (experiments.waiting).
+    # Whether a HYBRID_OPTIMIZER configuration is a two-clause hybrid query is checked by the
+    # job too, which ends ERROR with the reason, as the plugin's does.
     for judgment_id in judgment_ids:
         judgment = _source(client, JUDGMENT_INDEX, judgment_id, "Judgment", ["status"])
-        if judgment.get("status") != "COMPLETED":
+        if judgment.get("status") == "ERROR":
             raise BadRequest(f"Judgment [{judgment_id}] is not COMPLETED "
                              f"(status: {judgment.get('status')})")
-    if experiment_type == "HYBRID_OPTIMIZER":
-        for config in configs:
-            hybrid.check_configuration(config)
 
     experiment_id = new_id()
     return {

@@ -21,6 +21,7 @@ from workbench.experiments.hybrid_scoring import (
 )
 from workbench.experiments.pointwise import metrics_docs
 from workbench.experiments.searching import doc_ids
+from workbench.jobs.base import JobFailed
 from workbench.querysets.entries import QueryEntry
 from workbench.store import plugins
 from workbench.store.indices import EVALUATION_INDEX, VARIANT_INDEX
@@ -50,9 +51,14 @@ def hybrid_clauses(body: dict[str, Any]) -> list[dict[str, Any]]:
     return queries
 
 
-def check_configuration(config: dict[str, Any]) -> None:
-    """Refuse at creation a configuration that cannot run as a hybrid query (§13.18)."""
-    hybrid_clauses(render(config, "sample query", 10).body)
+def check_configurations(ctx: RunContext) -> None:
+    """Before any search: a configuration that is not a two-clause ``hybrid`` query ends the
+    run ERROR with the reason (the create accepts it, as the plugin does)."""
+    for config_id, config in ctx.configs:
+        try:
+            hybrid_clauses(render(config, "sample query", ctx.size).body)
+        except WorkbenchError as exc:
+            raise JobFailed(f"{exc.reason} (search configuration [{config_id}])") from exc
 
 
 def _searches(ctx: RunContext, entry: QueryEntry, config: dict[str, Any], neural: bool,
@@ -69,6 +75,7 @@ def _searches(ctx: RunContext, entry: QueryEntry, config: dict[str, Any], neural
 
 
 def run(ctx: RunContext, writer: Writer) -> list[dict[str, Any]]:
+    check_configurations(ctx)
     neural = plugins.has(ctx.svc.client, "opensearch-neural-search")
     grid = variant_grid()
     results: list[dict[str, Any]] = []

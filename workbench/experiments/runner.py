@@ -14,6 +14,7 @@ from opensearchpy.exceptions import ConflictError, NotFoundError
 from workbench.experiments import hybrid, pairwise, pointwise
 from workbench.experiments.context import RunContext, Writer, load
 from workbench.experiments.signature import signature
+from workbench.experiments.waiting import PHASE, JudgmentsPending, await_judgments
 from workbench.jobs.control import Cancelled, JobControl
 from workbench.services import Services
 from workbench.store.indices import EVALUATION_INDEX, EXPERIMENT_INDEX, VARIANT_INDEX
@@ -69,12 +70,19 @@ def run(svc: Services, experiment_id: str) -> None:
         return
     experiment = hit["_source"]
     control = JobControl(svc, EXPERIMENT_INDEX, hit, "pairs", in_metadata=False)
-    control.check()  # cancelled while queued
+    control.check()  # cancelled while queued (or while waiting for its judgments)
+    try:
+        await_judgments(svc.client, experiment.get("judgmentList") or [],
+                        experiment.get("timestamp"), svc.config.judgment_wait)
+    except JudgmentsPending:
+        control.start(0, PHASE)
+        raise
     ctx = load(svc, experiment)
     ctx.control = control
     control.start(len(ctx.entries) * len(ctx.configs), "searching")
     results = execute(ctx)  # a cancel arriving now is too late: the run completes
-    done = {**experiment, "status": "COMPLETED", "timestamp": now_iso(), "results": results,
+    kept = {k: v for k, v in experiment.items() if k != "progress"}  # e.g. from waiting
+    done = {**kept, "status": "COMPLETED", "timestamp": now_iso(), "results": results,
             "inputSignature": signature(ctx.query_set, ctx.judgments,
                                         [config for _, config in ctx.configs])}
     try:

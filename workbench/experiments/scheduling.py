@@ -20,6 +20,7 @@ from opensearchpy.exceptions import NotFoundError
 from workbench.errors import BadRequest
 from workbench.experiments.context import load
 from workbench.experiments.runner import execute
+from workbench.experiments.waiting import await_judgments
 from workbench.jobs.base import JobFailed
 from workbench.services import Services
 from workbench.store.indices import EXPERIMENT_INDEX, HISTORY_INDEX, JOBS_INDEX
@@ -164,6 +165,9 @@ def run_history(svc: Services, history_id: str) -> None:
         Repository(svc.client, JOBS_INDEX).delete(history["jobId"])
         raise JobFailed(f"Experiment [{history['experimentId']}] no longer exists; its "
                         "schedule was removed")
+    # A judgment being regenerated (``_retry``) is waited for as at creation, from the fire time.
+    await_judgments(svc.client, experiment.get("judgmentList") or [], history.get("timestamp"),
+                    svc.config.judgment_wait)
     timeout_s = svc.settings.load().value("scheduled_experiments_timeout") / 1000
     ctx = load(svc, experiment, run_id=history_id, timeout_seconds=timeout_s)
     results = execute(ctx)

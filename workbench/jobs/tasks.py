@@ -4,9 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from celery.exceptions import Retry
+
 from workbench.jobs.base import WorkbenchTask, extra_metadata
 from workbench.jobs.celery_app import celery_app, worker_client, worker_services
 from workbench.store.indices import EXPERIMENT_INDEX, HISTORY_INDEX, JUDGMENT_INDEX
+
+#: re-queues allowed while waiting for judgments; the wait is bounded in time by the job
+WAIT_RETRIES_CAP = 1_000_000
 
 
 class JudgmentTask(WorkbenchTask):
@@ -59,11 +64,24 @@ class ExperimentTask(WorkbenchTask):
         return {"status": "ERROR", "results": [{"error": reason}]}
 
 
-@celery_app.task(name="workbench.experiments.run", base=ExperimentTask)
-def run_experiment(experiment_id: str) -> None:
-    from workbench.experiments import runner
+def requeue_while_judgments_run(task: WorkbenchTask, exc: Exception) -> Retry:
+    """Queue the job again shortly instead of holding a worker while judgments are generated
+    (bounded by ``WORKBENCH_JUDGMENT_WAIT``, checked by the job itself)."""
+    from workbench.experiments.waiting import poll_delay
 
-    runner.run(worker_services(), experiment_id)
+    return task.retry(exc=exc, countdown=poll_delay(task.request.retries),
+                      max_retries=WAIT_RETRIES_CAP)
+
+
+@celery_app.task(name="workbench.experiments.run", base=ExperimentTask, bind=True)
+def run_experiment(self: ExperimentTask, experiment_id: str) -> None:
+    from workbench.experiments import runner
+    from workbench.experiments.waiting import JudgmentsPending
+
+    try:
+        runner.run(worker_services(), experiment_id)
+    except JudgmentsPending as exc:
+        raise requeue_while_judgments_run(self, exc) from None
 
 
 class ScheduledRunTask(WorkbenchTask):
@@ -77,8 +95,12 @@ class ScheduledRunTask(WorkbenchTask):
         return {"status": status, "results": {"error": reason}}
 
 
-@celery_app.task(name="workbench.experiments.scheduled_run", base=ScheduledRunTask)
-def scheduled_run(history_id: str) -> None:
+@celery_app.task(name="workbench.experiments.scheduled_run", base=ScheduledRunTask, bind=True)
+def scheduled_run(self: ScheduledRunTask, history_id: str) -> None:
     from workbench.experiments import scheduling
+    from workbench.experiments.waiting import JudgmentsPending
 
-    scheduling.run_history(worker_services(), history_id)
+    try:
+        scheduling.run_history(worker_services(), history_id)
+    except JudgmentsPending as exc:
+        raise requeue_while_judgments_run(self, exc) from None
