@@ -1,7 +1,10 @@
-"""Create the workbench's indices from ``index_mappings/*.json``, idempotently.
+"""Create the workbench's indices from ``index_mappings/*.json``, idempotently, and bring
+indices created by earlier versions up to date.
 
 Safe when several processes start at once: index creation is atomic in the cluster, and an
-``resource_already_exists_exception`` from a racing process counts as success.
+``resource_already_exists_exception`` from a racing process counts as success. Upgrades:
+dynamic settings are raised in place (``raise_settings``); a field that became searchable
+needs a copy of the index (``store.migrate``).
 """
 
 from __future__ import annotations
@@ -14,6 +17,8 @@ from typing import Any
 
 from opensearchpy import OpenSearch
 from opensearchpy.exceptions import RequestError, TransportError
+
+from workbench.store import migrate
 
 log = logging.getLogger(__name__)
 
@@ -55,12 +60,19 @@ def ensure_index(client: OpenSearch, spec: IndexSpec, name: str | None = None) -
     try:
         client.indices.create(index=index, body=spec.body)
     except RequestError as exc:
-        if exc.error in ("resource_already_exists_exception", "index_already_exists_exception"):
+        if exc.error in ("resource_already_exists_exception", "index_already_exists_exception",
+                         "invalid_index_name_exception") and _exists(client, index):
+            migrate.upgrade(client, spec.body, index)
             raise_settings(client, spec, index)
             return False
         raise
     log.info("created index %s", index)
     return True
+
+
+def _exists(client: OpenSearch, index: str) -> bool:
+    """The name is taken by an index or by an alias (a migrated index)."""
+    return bool(client.indices.exists(index=index))
 
 
 def ensure_indices(client: OpenSearch, folder: str | Path) -> list[str]:

@@ -141,11 +141,18 @@ class Repository:
     def search(self, body: dict[str, Any]) -> dict[str, Any]:
         """A raw search on the index; a missing index answers an empty response."""
         try:
-            return self.client.search(index=self.index, body=body)
+            response: dict[str, Any] = self.client.search(index=self.index, body=body)
         except NotFoundError as exc:
             if _index_missing(exc):
                 return empty_search_response()
             raise
+        # An index migrated by the bootstrap is an alias of a new concrete index; hits keep
+        # the name clients know.
+        single = not any(c in self.index for c in ",*")
+        for hit in (response.get("hits") or {}).get("hits") or [] if single else []:
+            if "_index" in hit:
+                hit["_index"] = self.index
+        return response
 
     def ids_where(self, field: str, value: str, limit: int = 3) -> list[str]:
         """Ids of up to ``limit`` documents whose ``field`` holds ``value`` (term query)."""
