@@ -35,6 +35,7 @@ from workbench.store.indices import (
 )
 
 C_INDEX = "wb-sec-c"
+SECRET_KEY = "q9bHk2m0T3v5w7y9A1c3E5g7I9k1M3o5Q7s9U1w3Y5a="  # a Fernet key for these tests only
 C_DOCS = [("c1", "red apple", "red"), ("c2", "red cherry", "red"),
           ("c3", "blue apple", "blue"), ("c4", "blue cherry", "blue")]
 
@@ -79,6 +80,7 @@ def sec_env(sec: SecureCluster, redis_url: str, llm_server: LLMServer) -> dict[s
                     **({"OPENSEARCH_CA_CERTS": sec.ca_certs} if sec.ca_certs
                        else {"OPENSEARCH_VERIFY_CERTS": "false"}),
                     WORKBENCH_JOB_IMPERSONATION="true",
+                    WORKBENCH_SECRET_KEY=SECRET_KEY,
                     WORKBENCH_MODELS=json.dumps(models), TEST_LLM_KEY=LLM_KEY)
 
 
@@ -420,9 +422,27 @@ def test_every_route_answers_each_user_as_the_cluster_would(
     for method in ("GET", "POST"):
         call(method, "/_plugins/_ml/models/_search", "/_plugins/_ml/models/_search",
              {"query": {"match_all": {}}})
+    # models registered at run time: the models index is read and written as the caller, and
+    # _evaluate reads the model as the caller
+    model = call("PUT", f"{srw}/models", f"{srw}/models", {
+        "id": f"m-{user}-{uuid.uuid4().hex[:6]}", "provider": "openai",
+        "endpoint": llm.openai_base_url, "model": "judge-1", "apiKey": LLM_KEY}).json["model_id"]
+    posted = call("POST", f"{srw}/models", f"{srw}/models", {
+        "provider": "openai", "endpoint": llm.openai_base_url, "model": "judge-1"}
+        ).json["model_id"]
+    listed = call("GET", f"{srw}/models", f"{srw}/models")
+    assert model in [m["id"] for m in listed.json["models"]]
+    call("GET", f"{srw}/models/<entity_id>", f"{srw}/models/{model}")
+    call("PUT", f"{srw}/models/<entity_id>", f"{srw}/models/{model}", {"name": f"by {user}"})
+    judged = call("POST", f"{srw}/_evaluate", f"{srw}/_evaluate", {
+        "queryText": "apple", "k": 1, "judge": "llm", "modelId": model,
+        "referenceAnswer": uuid.uuid4().hex, "hits": [{"id": "x", "title": "apple"}]})
+    assert judged.json["modelId"] == model
     call("POST", "/_plugins/ubi/initialize", "/_plugins/ubi/initialize", expect=403)
     call("GET", f"{srw}/_openapi", f"{srw}/_openapi")
     # deletes
+    for model_id in (model, posted):
+        call("DELETE", f"{srw}/models/<entity_id>", f"{srw}/models/{model_id}")
     call("DELETE", f"{srw}/experiments/<entity_id>", f"{srw}/experiments/{experiment}")
     for judgment in (imported, rated):
         call("DELETE", f"{srw}/judgments/<entity_id>", f"{srw}/judgments/{judgment}")
