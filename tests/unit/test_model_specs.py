@@ -94,6 +94,8 @@ def test_azure_builds_the_deployment_url_with_the_default_api_version() -> None:
 
 @pytest.mark.parametrize("item, field, problem", [
     (openai(provider="cohere"), "provider", "must be one of"),
+    (openai(provider={"a": 1}), "provider", "must be one of"),  # was a 500 (found by fuzzing)
+    (openai(provider=["openai"]), "provider", "must be one of"),
     (openai(endpoint=None), "endpoint", "is required"),
     (openai(endpoint="ftp://x"), "endpoint", "must be an http(s) URL"),
     (openai(endpoint="https://u:p@api.example.com/v1"), "endpoint", "must not carry credentials"),

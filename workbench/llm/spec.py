@@ -162,7 +162,7 @@ def parse_spec(item: dict[str, Any], *, snake: bool = False,
     if not ID_PATTERN.match(model_id):
         raise fail("id", f"must be 1 to 128 letters, digits or . _ : - (got {model_id!r})")
     provider = data.get("provider")
-    if provider not in FIELDS:
+    if not isinstance(provider, str) or provider not in FIELDS:
         raise fail("provider", f"must be one of {sorted(FIELDS)}, got {provider!r}")
     unknown = sorted(set(data) - FIELDS[provider])
     if unknown:
