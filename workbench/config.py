@@ -142,6 +142,12 @@ class Config:
         "What listens on WORKBENCH_PORT: nginx (plain pass-through goes from nginx straight to "
         "the cluster, everything else to gunicorn), none (gunicorn alone), or auto (nginx when "
         "installed).")
+    door: bool = setting(
+        True, "WORKBENCH_DOOR", _bool,
+        "With the nginx front, a small relay on WORKBENCH_PORT gives request lines written "
+        "without a leading slash (as OpenSearch Dashboards sends some) the slash nginx needs; "
+        "false lets nginx listen on the port itself and refuse such lines (README, The nginx "
+        "front).")
     web_workers: int = setting(
         4, "WORKBENCH_WEB_WORKERS", _positive_int, "Gunicorn worker processes of the API server.")
     web_threads: int = setting(

@@ -28,10 +28,12 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from types import FrameType
 from urllib.parse import urlsplit
 
+from workbench import door
 from workbench.config import Config, ConfigError
 from workbench.errors import envelope
 
@@ -40,6 +42,7 @@ log = logging.getLogger(__name__)
 _SBIN = ("/usr/sbin/nginx", "/usr/local/sbin/nginx", "/usr/local/nginx/sbin/nginx")
 # Methods the Python fast path forwards; anything else goes to gunicorn (workbench.api.proxy).
 _FAST_METHODS = "GET|HEAD|POST|PUT|DELETE|PATCH|OPTIONS"
+SOCKET = "front.sock"  # nginx's Unix socket, in the front's run directory
 
 
 def find_nginx() -> str | None:
@@ -129,8 +132,12 @@ def nginx_conf(config: Config, api_port: int, prefixes: tuple[str, ...], run_dir
     if config.anonymous_as_service and config.opensearch_authorization:
         fast_key += ":$http_authorization"
         fast_match = f"~^({_FAST_METHODS})::."
-    listen = _host_port(config.host, config.port)
     scheme = "https" if https else "http"
+    # With the door (workbench/door.py) on the public port, nginx listens on a Unix socket and
+    # learns each client's address from the PROXY protocol line the door sends first.
+    listen = f"unix:{run_dir / SOCKET} proxy_protocol" if config.door else \
+        f"{_host_port(config.host, config.port)} reuseport"
+    client = "$proxy_protocol_addr" if config.door else "$remote_addr"
 
     lines = [
         "# Written by workbench serve (workbench/front.py); regenerated at every start.",
@@ -140,7 +147,7 @@ def nginx_conf(config: Config, api_port: int, prefixes: tuple[str, ...], run_dir
         "events { worker_connections 4096; }",
         "http {",
         "  geo $dollar { default '$'; }",
-        "  log_format workbench '$remote_addr - $remote_user [$time_local] \"$request\" '",
+        f"  log_format workbench '{client} - $remote_user [$time_local] \"$request\" '",
         "                       '$status $body_bytes_sent \"$http_referer\" \"$http_user_agent\"';",
         f"  client_body_temp_path {run_dir}/client-body;",
         f"  proxy_temp_path {run_dir}/proxy;",
@@ -207,7 +214,7 @@ def nginx_conf(config: Config, api_port: int, prefixes: tuple[str, ...], run_dir
                            "the workbench API is not answering")
     lines += [
         "  server {",
-        f"    listen {listen} reuseport;",
+        f"    listen {listen};",
         *proxy_common,
         "    location / {",
         f"      client_max_body_size {limit};",
@@ -247,27 +254,35 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def _wait_listening(proc: subprocess.Popen[bytes], port: int, timeout: float = 120) -> None:
+def _wait_for(proc: subprocess.Popen[bytes], name: str, ready: Callable[[], bool],
+              timeout: float = 120) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if proc.poll() is not None:
-            raise RuntimeError(f"the API server exited with status {proc.returncode}")
-        with socket.socket() as sock:
-            if sock.connect_ex(("127.0.0.1", port)) == 0:
-                return
+            raise RuntimeError(f"{name} exited with status {proc.returncode}")
+        if ready():
+            return
         time.sleep(0.1)
-    raise RuntimeError(f"the API server did not listen on 127.0.0.1:{port} in {timeout:g}s")
+    raise RuntimeError(f"{name} was not ready in {timeout:g}s")
+
+
+def _listening(port: int) -> bool:
+    with socket.socket() as sock:
+        return sock.connect_ex(("127.0.0.1", port)) == 0
 
 
 def run(config: Config, nginx: str) -> int:
-    """Run gunicorn on an internal port and nginx on the public one until either stops or a
-    TERM/INT arrives; then stop both. Returns the exit status."""
+    """Run gunicorn on an internal port, nginx on a Unix socket and the door processes on the
+    public port until any of them stops or a TERM/INT arrives; then stop them all. Returns the
+    exit status."""
+    # A taken port fails here, first.
+    public = door.listening_socket(config.host, config.port) if config.door else None
     api_port = _free_port()
     run_dir = Path(tempfile.mkdtemp(prefix="workbench-front-"))
     run_dir.chmod(0o711)  # nginx workers (nobody, when started as root) create temp dirs here
     env = dict(os.environ, WORKBENCH_FRONT="none", WORKBENCH_HOST="127.0.0.1",
                WORKBENCH_PORT=str(api_port))
-    children: list[subprocess.Popen[bytes]] = []
+    children: dict[subprocess.Popen[bytes], str] = {}
     stopping = False
 
     def stop(signum: int, _: FrameType | None) -> None:
@@ -277,28 +292,38 @@ def run(config: Config, nginx: str) -> int:
     previous = {s: signal.signal(s, stop) for s in (signal.SIGTERM, signal.SIGINT)}
     try:
         api = subprocess.Popen([sys.executable, "-m", "workbench.cli", "serve"], env=env)
-        children.append(api)
-        _wait_listening(api, api_port)
+        children[api] = "the API server"
+        _wait_for(api, "the API server", lambda: _listening(api_port))
         conf = run_dir / "nginx.conf"
         conf.write_text(nginx_conf(config, api_port, workbench_prefixes(config), run_dir))
         conf.chmod(0o600)  # it may hold the cluster's credentials
         front = subprocess.Popen([nginx, "-e", "stderr", "-p", str(run_dir), "-c", str(conf),
                                   "-g", "daemon off;"])
-        children.append(front)
-        log.info("nginx front on %s:%s; workbench API on 127.0.0.1:%s", config.host,
-                 config.port, api_port)
+        children[front] = "nginx"
+        if public is not None:
+            sock_path = run_dir / SOCKET
+            _wait_for(front, "nginx", sock_path.exists)
+            for _ in range(os.cpu_count() or 1):
+                child = subprocess.Popen(
+                    [sys.executable, "-m", "workbench.door", "--fd", str(public.fileno()),
+                     "--upstream", str(sock_path)], pass_fds=[public.fileno()])
+                children[child] = "a door process"
+            public.close()
+        log.info("front on %s:%s (%s); workbench API on 127.0.0.1:%s", config.host, config.port,
+                 "door, nginx" if public is not None else "nginx", api_port)
         while not stopping:
-            for child in children:
+            for child, name in children.items():
                 if child.poll() is not None:
-                    name = "nginx" if child is front else "the API server"
                     log.error("%s exited with status %s; stopping", name, child.returncode)
                     return child.returncode or 1
             time.sleep(0.2)
         return 0
     finally:
-        for child in children:  # gunicorn stops gracefully on TERM, nginx on QUIT
+        if public is not None:
+            public.close()
+        for child in children:  # nginx stops gracefully on QUIT, the others on TERM
             if child.poll() is None:
-                child.send_signal(signal.SIGTERM if child is children[0] else signal.SIGQUIT)
+                child.send_signal(signal.SIGQUIT if child is front else signal.SIGTERM)
         for child in children:
             try:
                 child.wait(40)

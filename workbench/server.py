@@ -8,8 +8,11 @@ from typing import Any
 from gunicorn.app.base import BaseApplication
 from gunicorn.config import AccessLogFormat
 from gunicorn.glogging import Logger
+from gunicorn.http.message import Request
+from gunicorn.http.parser import RequestParser
 
 from workbench.config import Config
+from workbench.request_target import fix_request_line
 
 
 class AccessLogger(Logger):
@@ -53,6 +56,14 @@ class AccessLogger(Logger):
         return stamp[1]
 
 
+class LenientRequest(Request):
+    """Gunicorn's request, reading a target without its leading slash as OpenSearch does
+    (``workbench.request_target``) instead of refusing the request line."""
+
+    def parse_request_line(self, line_bytes: bytes) -> None:
+        super().parse_request_line(fix_request_line(line_bytes))
+
+
 class WorkbenchServer(BaseApplication):
     """Gunicorn application whose workers each build their own app (no state crosses a fork)."""
 
@@ -88,6 +99,8 @@ class WorkbenchServer(BaseApplication):
 
     def load(self) -> Any:
         from workbench.app import create_app
+
+        RequestParser.mesg_class = LenientRequest  # every worker's parser makes these
 
         return create_app(self.workbench_config)
 

@@ -39,10 +39,16 @@ from workbench.config import Config
 NAME = "passthrough"
 SEARCH_INDEX = "bench-passthrough-search"
 BULK_INDEX = {"direct": "bench-passthrough-bulk-direct", "gunicorn": "bench-passthrough-bulk-via",
-              "nginx": "bench-passthrough-bulk-front"}
-# The workbench as it can be served (WORKBENCH_FRONT): gunicorn alone, and nginx in front of it.
+              "nginx": "bench-passthrough-bulk-front",
+              "nginx without door": "bench-passthrough-bulk-nodoor"}
+# The workbench as it can be served (WORKBENCH_FRONT): gunicorn alone, and nginx in front of it,
+# behind the door that fixes slash-less request lines (the default) and without it.
 VIA = {"gunicorn": "gunicorn alone (WORKBENCH_FRONT=none)",
-       "nginx": "nginx front (WORKBENCH_FRONT=nginx)"}
+       "nginx": "door and nginx front (WORKBENCH_FRONT=nginx)",
+       "nginx without door": "nginx front alone (WORKBENCH_FRONT=nginx, WORKBENCH_DOOR=false)"}
+# Environment of each way of serving it.
+SERVED = {"gunicorn": {"WORKBENCH_FRONT": "none"}, "nginx": {"WORKBENCH_FRONT": "nginx"},
+          "nginx without door": {"WORKBENCH_FRONT": "nginx", "WORKBENCH_DOOR": "false"}}
 DOCS = 10_000
 BULK_ACTIONS = 100  # index actions per _bulk request
 BULK_BODIES = 100  # distinct bodies cycled through: ids stay within BULK_ACTIONS x BULK_BODIES
@@ -107,7 +113,10 @@ def run(bench: Bench) -> list[Result]:
     workers = Config().web_workers  # the production default, not the harness's 2
     targets = {"direct": bench.opensearch_url}
     for via in VIA:
-        targets[via] = bench.server(workers=workers, front="none" if via == "gunicorn" else via).url
+        env = SERVED[via]
+        targets[via] = bench.server(workers=workers, front=env["WORKBENCH_FRONT"],
+                                    **{k: v for k, v in env.items() if k != "WORKBENCH_FRONT"}
+                                    ).url
     settings = {
         "generator": generator.label,
         "loaded runs": f"{THREADS} threads, {CONNECTIONS} connections, {seconds:g} s",

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import signal
 import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,6 +18,8 @@ import urllib3
 
 from tests.support.api import Api
 from tests.support.processes import Server
+from tests.support.raw_http import send
+from workbench import door
 from workbench.config import Config, ConfigError
 from workbench.front import chosen_nginx, find_nginx, nginx_conf, workbench_prefixes
 
@@ -98,17 +101,53 @@ def test_stopping_the_front_stops_nginx_and_gunicorn(env: dict[str, str]) -> Non
     srv.stop()
 
 
-def test_the_front_exits_when_the_api_server_dies(env: dict[str, str]) -> None:
+@pytest.mark.parametrize(("which", "message"), [
+    ("workbench.cli", "the API server exited"),
+    ("workbench.door", "a door process exited"),
+])
+def test_the_front_exits_when_one_of_its_processes_dies(env: dict[str, str], which: str,
+                                                       message: str) -> None:
     srv = Server(env, front="nginx", workers=1)
     process = psutil.Process(srv.pid)
-    api = next(c for c in process.children() if "nginx" not in c.name())
-    nginx = [c for c in process.children(recursive=True) if "nginx" in c.name()]
-    api.kill()
+    victim = next(c for c in process.children() if which in " ".join(c.cmdline()))
+    others = [c for c in process.children(recursive=True) if c.pid != victim.pid]
+    victim.kill()
     assert srv.proc.wait(60) != 0
-    assert "the API server exited" in srv.log()
-    _gone, alive = psutil.wait_procs(nginx, timeout=30)
+    assert message in srv.log()
+    _gone, alive = psutil.wait_procs(others, timeout=30)
     assert alive == []
     srv.stop()
+
+
+def test_without_the_door_nginx_listens_itself(env: dict[str, str]) -> None:
+    """``WORKBENCH_DOOR=false``: nginx holds the port, and refuses slash-less request lines
+    with its own HTML 400 (the documented cost of turning the door off)."""
+    srv = Server(dict(env, WORKBENCH_DOOR="false"), front="nginx", workers=1)
+    try:
+        names = [" ".join(c.cmdline()) for c in psutil.Process(srv.pid).children()]
+        assert not any("workbench.door" in n for n in names), names
+        assert send(srv.url, "GET", "/_cluster/health").status == 200
+        refused = send(srv.url, "GET", "_cluster/health")
+        assert refused.status == 400 and b"<html>" in refused.body
+    finally:
+        srv.stop()
+
+
+def test_a_door_without_nginx_answers_503(tmp_path: Path) -> None:
+    """A door whose nginx is gone answers the workbench's 503 envelope and closes."""
+    sock = door.listening_socket("127.0.0.1", 0)
+    port = sock.getsockname()[1]
+    proc = subprocess.Popen([sys.executable, "-m", "workbench.door", "--fd", str(sock.fileno()),
+                             "--upstream", str(tmp_path / "missing.sock")],
+                            pass_fds=[sock.fileno()])
+    sock.close()
+    try:
+        reply = send(f"http://127.0.0.1:{port}", "GET", "/")
+        assert reply.status == 503
+        assert reply.json["error"]["type"] == "workbench_unavailable_exception"
+    finally:
+        proc.terminate()
+        assert proc.wait(10) == 0
 
 
 def test_front_setting_is_validated() -> None:
