@@ -12,9 +12,10 @@ import pytest
 from opensearchpy import OpenSearch
 
 from tests.conftest import JUDGE_MODEL
+from tests.support import raw_http
 from tests.support.api import Api
 from tests.support.llm_server import LLMServer
-from tests.support.processes import Worker
+from tests.support.processes import FRONTS, Server, Worker
 
 SRW = "/_plugins/_search_relevance"
 TYPES = ("PAIRWISE_COMPARISON", "POINTWISE_EVALUATION", "HYBRID_OPTIMIZER")
@@ -28,6 +29,33 @@ def osd(api: Api, method: str, path: str, body: Any = None,
     reply = api.call(method, path, body, params=params, headers=HEADERS)
     assert 200 <= reply.status < 300, (method, path, reply.status, reply.data[:300])
     return reply.json
+
+
+def osd_slashless(base: str, method: str, target: str, body: Any = None) -> Any:
+    """A call the plugin's server builds without a leading slash (``_plugins/_ml/...``), sent
+    with exactly that request line."""
+    assert not target.startswith("/")
+    reply = raw_http.send(base, method, target, body, headers=HEADERS)
+    assert 200 <= reply.status < 300, (method, target, reply.status, reply.body[:300])
+    return reply.json
+
+
+def llm_form_models(base: str) -> list[str]:
+    """The LLM judgment form's model picker: the ids it offers."""
+    models = osd_slashless(base, "POST", "_plugins/_ml/models/_search",
+                           {"query": {"match_all": {}}, "size": 1000})["hits"]["hits"]
+    return [h["_id"] for h in models if h["_source"]["algorithm"] == "REMOTE"
+            and h["_source"]["model_state"] == "DEPLOYED"]
+
+
+def validate_prompt(base: str, model_id: str) -> str:
+    """The form's Validate button: the filled template sent to the model's _predict; the UI
+    joins each output item's ``result`` (or ``response``)."""
+    answer = osd_slashless(base, "POST", f"_plugins/_ml/models/{model_id}/_predict", {
+        "parameters": {"messages": [{"role": "user", "content":
+                                     "SearchText: red shoes; Hits: [P0: red running shoes]"}]}})
+    output = answer["inference_results"][0]["output"]
+    return "".join(item.get("result") or item.get("response") or "" for item in output)
 
 
 def single_hit(envelope: dict[str, Any]) -> dict[str, Any]:
@@ -130,11 +158,8 @@ def test_the_whole_dashboards_journey(api: Api, worker: Worker, llm: LLMServer,
     osd(api, "DELETE", f"{SRW}/search_configurations/{throwaway}")
 
     # -- 10-15: judgments -------------------------------------------------------------------
-    models = osd(api, "POST", "/_plugins/_ml/models/_search",
-                 {"query": {"match_all": {}}, "size": 1000})["hits"]["hits"]
-    offered = [h["_id"] for h in models if h["_source"]["algorithm"] == "REMOTE"
-               and h["_source"]["model_state"] == "DEPLOYED"]
-    assert JUDGE_MODEL in offered
+    assert JUDGE_MODEL in llm_form_models(api.base)
+    assert validate_prompt(api.base, JUDGE_MODEL)
     llm_judgment = osd(api, "PUT", f"{SRW}/judgments", {
         "name": "OSD LLM", "type": "LLM_JUDGMENT", "querySetId": manual["query_set_id"],
         "searchConfigurationList": configs, "size": 5, "modelId": JUDGE_MODEL,
@@ -300,3 +325,35 @@ def test_core_health_check_and_saved_objects(api: Api, direct: OpenSearch) -> No
         assert got.status == 200 and got.json["_source"]["config"] == {"buildNum": 1}
     finally:
         direct.indices.delete(index=index, ignore=[404])
+
+
+@pytest.mark.parametrize("front", FRONTS)
+def test_the_llm_judgment_form_through_each_front(env: dict[str, str], worker: Worker,
+                                                  llm: LLMServer, catalogue: str,
+                                                  front: str) -> None:
+    """Create Judgment -> LLM, as the form does it: model list and prompt validation with
+    slash-less request lines, then the create call with the form's body."""
+    srv = Server(env, front=front, workers=1)
+    try:
+        api = Api(srv.url)
+        assert JUDGE_MODEL in llm_form_models(srv.url)
+        assert validate_prompt(srv.url, JUDGE_MODEL)
+        query_set = osd(api, "PUT", f"{SRW}/query_sets", {
+            "name": f"OSD LLM form {front}", "description": "typed", "sampling": "manual",
+            "querySetQueries": [{"queryText": "red shoes", "referenceAnswer": ""}]})
+        config = osd(api, "PUT", f"{SRW}/search_configurations", {
+            "name": f"form {front} {uuid.uuid4().hex[:6]}", "description": "typed",
+            "index": catalogue,
+            "query": '{"query":{"match":{"title":"%SearchText%"}}}', "searchPipeline": ""})
+        created = osd(api, "PUT", f"{SRW}/judgments", {
+            "name": f"OSD LLM form {front}", "type": "LLM_JUDGMENT",
+            "querySetId": query_set["query_set_id"],
+            "searchConfigurationList": [config["search_configuration_id"]], "size": 5,
+            "modelId": JUDGE_MODEL, "promptTemplate": "SearchText: {{searchText}}; Hits: {{hits}}"})
+        done = wait(api, f"{SRW}/judgments/{created['judgment_id']}")
+        assert done["status"] == "COMPLETED", done["metadata"]
+        (entry,) = done["judgmentRatings"]
+        # the query keeps its custom fields, as the plugin writes it
+        assert entry["query"] == 'red shoes#{"referenceAnswer":""}' and entry["ratings"]
+    finally:
+        srv.stop()

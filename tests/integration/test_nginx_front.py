@@ -163,7 +163,7 @@ def test_front_setting_is_validated() -> None:
 
 def test_prefixes_come_from_the_app(env: dict[str, str]) -> None:
     assert workbench_prefixes(Config.from_env(env)) == (
-        "/_cluster/settings", "/_plugins/_ml/models/_search", "/_plugins/_search_relevance",
+        "/_cluster/settings", "/_plugins/_ml/models/", "/_plugins/_search_relevance",
         "/_plugins/ubi/initialize",
     )
 

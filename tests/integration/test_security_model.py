@@ -438,6 +438,10 @@ def test_every_route_answers_each_user_as_the_cluster_would(
         "queryText": "apple", "k": 1, "judge": "llm", "modelId": model,
         "referenceAnswer": uuid.uuid4().hex, "hits": [{"id": "x", "title": "apple"}]})
     assert judged.json["modelId"] == model
+    predicted = call("POST", "/_plugins/_ml/models/<model_id>/_predict",
+                     f"/_plugins/_ml/models/{model}/_predict",
+                     {"parameters": {"messages": [{"role": "user", "content": "say yes"}]}})
+    assert isinstance(predicted.json["inference_results"][0]["output"][0]["result"], str)
     call("POST", "/_plugins/ubi/initialize", "/_plugins/ubi/initialize", expect=403)
     call("GET", f"{srw}/_openapi", f"{srw}/_openapi")
     # deletes

@@ -1,8 +1,10 @@
-"""``_plugins/_ml/models/_search``: the models Dashboards may pick for LLM judgments.
+"""``_plugins/_ml/models/_search`` and ``.../{id}/_predict``: what Dashboards asks ML Commons.
 
 Models registered with the workbench (in the environment and, read as the caller, through the
 models route) are listed with the cluster's ML Commons models (or alone, when the cluster has no
-ML Commons), shaped as ML Commons model documents.
+ML Commons), shaped as ML Commons model documents. Dashboards' prompt validation calls
+``_predict`` on the chosen model: for a workbench model the workbench calls the model itself and
+answers in ML Commons' shape; any other id goes to the cluster.
 """
 
 from __future__ import annotations
@@ -12,8 +14,10 @@ from typing import Any
 
 from flask import Blueprint, Response, request
 
-from workbench.api import caller, check_output_flags, json_response, services
+from workbench.api import caller, check_output_flags, json_body, json_response, services
 from workbench.api.proxy import forward
+from workbench.errors import BadRequest, WorkbenchError
+from workbench.llm.base import ChatRequest, LLMError
 from workbench.llm.registry import ml_models_search_response
 from workbench.store import plugins
 
@@ -46,3 +50,50 @@ def search_models() -> Response:
     if isinstance(total, dict):
         total["value"] = int(total.get("value", 0)) + len(ours["hits"]["hits"])
     return json_response(theirs)
+
+
+class RemoteServiceError(WorkbenchError):
+    """The model's provider refused or failed the call, as ML Commons reports it."""
+
+    status = 502
+    error_type = "status_exception"
+
+
+@bp.route("/_plugins/_ml/models/<model_id>/_predict", methods=["POST"])
+def predict(model_id: str) -> Response:
+    model = services().models.get(model_id)
+    if model is None:  # an ML Commons model of the cluster
+        return forward(request, body_bytes=request.get_data())
+    chat = _chat_request(json_body() or {})
+    try:
+        answer = model.chat(chat)
+    except LLMError as exc:
+        status = exc.status if exc.status is not None and 400 <= exc.status < 500 else 502
+        raise RemoteServiceError(f"Error from remote service: {exc.reason}", status) from None
+    return json_response({"inference_results": [{
+        "output": [{"name": "response", "result": answer.text,
+                    "dataAsMap": {"response": answer.text}}],
+        "status_code": 200,
+    }]})
+
+
+def _chat_request(body: dict[str, Any]) -> ChatRequest:
+    """The prompt of a ``_predict`` body: ``parameters.messages`` (chat messages, as Dashboards
+    sends them) or ``parameters.prompt``; system messages become the system prompt."""
+    parameters = body.get("parameters")
+    if not isinstance(parameters, dict):
+        raise BadRequest("parameters must be an object holding messages or prompt")
+    messages = parameters.get("messages")
+    if messages is None and isinstance(parameters.get("prompt"), str):
+        messages = [{"role": "user", "content": parameters["prompt"]}]
+    if isinstance(messages, str):  # a connector-style JSON string of messages
+        try:
+            messages = json.loads(messages)
+        except ValueError:
+            raise BadRequest("parameters.messages must be a list of {role, content}") from None
+    if not isinstance(messages, list) or not messages or not all(
+            isinstance(m, dict) and isinstance(m.get("content"), str) for m in messages):
+        raise BadRequest("parameters.messages must be a non-empty list of {role, content}")
+    system = "\n\n".join(m["content"] for m in messages if m.get("role") == "system")
+    user = "\n\n".join(m["content"] for m in messages if m.get("role") != "system")
+    return ChatRequest(system, user)
