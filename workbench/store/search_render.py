@@ -39,11 +39,31 @@ def uses_mustache(query: str) -> bool:
     return "{{" in query
 
 
+#: longest Mustache tag (``{{`` to ``}}``) accepted: pystache's parser takes seconds on an
+#: unclosed ``{{`` followed by a few hundred spaces
+MAX_TAG_CHARS = 256
+
+
+def mustache_error(query: str) -> str | None:
+    """Why the query's Mustache tags cannot be rendered safely, or None (a linear scan)."""
+    position = 0
+    while (start := query.find("{{", position)) != -1:
+        end = query.find("}}", start + 2)
+        if end == -1 or end - start > MAX_TAG_CHARS:
+            return (f"query has a Mustache tag at character {start} that is not closed by "
+                    f"}}}} within {MAX_TAG_CHARS} characters")
+        position = end + 2
+    return None
+
+
 def substitute(query: str, query_text: str, custom_fields: dict[str, str] | None = None) -> str:
     """Fill the placeholders: Mustache (parameters JSON-escaped) when the query has ``{{``,
     otherwise plain replacement of ``%SearchText%`` / ``%queryText%`` (not escaped, as the plugin
     does; query-set texts cannot hold quotes or backslashes)."""
     if uses_mustache(query):
+        error = mustache_error(query)
+        if error:
+            raise BadRequest(error)
         params = {**(custom_fields or {}), "queryText": query_text}
         return str(_renderer.render(query, params))
     for placeholder in PLACEHOLDERS:
@@ -79,6 +99,9 @@ def query_error(query: Any, field: str = "query") -> str | None:
         return "query must be a string holding the search body as JSON"
     if not query.strip():
         return "query cannot be empty"
+    error = mustache_error(query)
+    if error:
+        return error
     sample = substitute(query, "sample query")
     try:
         parsed = request_json.loads(sample, field)
