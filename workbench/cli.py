@@ -1,4 +1,6 @@
-"""The ``workbench`` command: serve, worker, init-indices, load-demo, status."""
+"""The ``workbench`` command: serve, worker, init-indices, load-demo, status, and the daily loop
+over a running server (query-set, judgments, search-config, experiment, export, gate:
+``workbench/cli_loop.py``)."""
 
 from __future__ import annotations
 
@@ -47,10 +49,16 @@ def main(argv: list[str] | None = None) -> int:
     show = sub.add_parser("config", help="print the effective settings (secrets masked)")
     show.add_argument("--markdown", action="store_true", help="the README's settings table")
 
+    from workbench import cli_loop
+
+    cli_loop.add_commands(sub)
+
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["bench"]:
         return _bench(argv[1:])
     args = parser.parse_args(argv)
+    if args.command in cli_loop.COMMANDS:
+        return cli_loop.run(args)  # a client of the server: the server's settings do not apply
     try:
         config = Config.from_env()
         if args.command in ("serve", "worker"):

@@ -1,0 +1,49 @@
+"""The gate's decision from a summary: a drop beyond the margin that the queries support fails."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from workbench.cli_gate import PASS, REGRESSION, GateError, decide, explain
+
+
+def summary(delta: float, p_value: float, metric: str = "NDCG@10",
+            warnings: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    return {"warnings": warnings or [], "comparisons": [{
+        "metric": metric, "baseline": "base", "candidate": "cand", "n": 3,
+        "baselineMean": 0.5, "candidateMean": 0.5 + delta, "meanDelta": delta,
+        "wins": 0, "losses": 2, "ties": 1, "tTest": {"statistic": -3.0, "pValue": p_value},
+        "perQuery": [{"query": "tv", "baseline": 0.5, "candidate": 0.2, "delta": -0.3}]}]}
+
+
+@pytest.mark.parametrize(("delta", "p_value", "code"), [
+    (-0.2, 0.001, REGRESSION),   # a significant drop beyond the margin
+    (-0.2, 0.2, PASS),           # a drop the queries do not support
+    (-0.005, 0.001, PASS),       # significant but within the margin
+    (0.2, 0.001, PASS),          # significantly better
+    (0.0, 1.0, PASS),            # a tie
+])
+def test_verdicts(delta: float, p_value: float, code: int) -> None:
+    assert decide(summary(delta, p_value), "cand", "NDCG@10", 0.01, 0.05).code == code
+
+
+def test_metric_names_match_case_insensitively_and_unknown_ones_are_errors() -> None:
+    assert decide(summary(-0.2, 0.001), "cand", "ndcg@10", 0.01, 0.05).code == REGRESSION
+    with pytest.raises(GateError, match=r"no metric MAP@10 in this experiment \(it has NDCG@10\)"):
+        decide(summary(-0.2, 0.001), "cand", "MAP@10", 0.01, 0.05)
+
+
+def test_an_error_warning_gives_no_verdict() -> None:
+    bad = summary(0.0, 1.0, warnings=[{"level": "error", "code": "no_judgments_matched",
+                                       "message": "no judgment matched any query"}])
+    with pytest.raises(GateError, match="no judgment matched"):
+        decide(bad, "cand", "NDCG@10", 0.01, 0.05)
+
+
+def test_explanation_names_the_figures_and_the_worst_query() -> None:
+    verdict = decide(summary(-0.2, 0.001), "cand", "NDCG@10", 0.01, 0.05)
+    text = "\n".join(explain(verdict, {"base": "title", "cand": "brand"}, "exp-1"))
+    assert text.startswith("workbench gate FAIL: NDCG@10 dropped by 0.2000 (> margin 0.01)")
+    assert "'tv': 0.500 -> 0.200" in text and "experiment exp-1" in text

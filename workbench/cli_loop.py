@@ -1,0 +1,360 @@
+"""The daily-loop commands of ``workbench``: query sets, judgments, search configurations,
+experiments, TREC exports and the CI gate, all over HTTP to a running workbench.
+
+Exit codes: 0 done (the gate: pass), 1 a job ended ERROR (the gate: regression), 2 usage,
+file-format or infrastructure error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from pathlib import Path
+from typing import Any
+
+from workbench import cli_formats as formats
+from workbench import cli_gate
+from workbench.cli_output import err, out, print_summary, wait_with_progress
+from workbench.client import ClientError, WorkbenchClient, authorization
+
+COMMANDS = ("query-set", "judgments", "search-config", "experiment", "export", "gate")
+TYPES = {"pointwise": "POINTWISE_EVALUATION", "pairwise": "PAIRWISE_COMPARISON",
+         "hybrid": "HYBRID_OPTIMIZER"}
+
+
+def add_commands(sub: Any) -> None:
+    """Register the loop's subcommands on the ``workbench`` parser."""
+    conn = argparse.ArgumentParser(add_help=False)
+    group = conn.add_argument_group("connection")
+    group.add_argument("--url", help="workbench URL (WORKBENCH_URL, default "
+                                     "http://127.0.0.1:9400)")
+    group.add_argument("--user", help="user for basic auth (WORKBENCH_USER)")
+    group.add_argument("--password", help="password (WORKBENCH_PASSWORD); or set "
+                                          "WORKBENCH_AUTHORIZATION to a whole header value")
+    group.add_argument("--insecure", action="store_true", help="do not verify TLS certificates")
+    group.add_argument("--timeout", type=float, default=3600.0,
+                       help="seconds to wait for a job (default 3600)")
+
+    qs = sub.add_parser("query-set", help="query sets from files").add_subparsers(
+        dest="action", required=True)
+    create = qs.add_parser("create", parents=[conn], help="create a query set from a file")
+    create.add_argument("file", help="one query per line, JSON (list or querySetQueries) or "
+                                     "NDJSON with queryText and custom fields")
+    create.add_argument("--name", required=True)
+    create.add_argument("--description")
+    create.add_argument("--format", choices=("auto", "text", "json", "ndjson"), default="auto")
+
+    jd = sub.add_parser("judgments", help="judgment lists").add_subparsers(
+        dest="action", required=True)
+    imp = jd.add_parser("import", parents=[conn],
+                        help="import ratings from CSV, JSON or TREC qrels")
+    imp.add_argument("file")
+    imp.add_argument("--name", required=True)
+    imp.add_argument("--description")
+    imp.add_argument("--format", choices=("auto", "csv", "json", "qrels"), default="auto",
+                     help="auto: by extension (.csv/.tsv, .json, .qrels), else by content")
+    imp.add_argument("--topics", help="qrels: qid<TAB>query text lines, or a JSON object "
+                                      "qid -> query text")
+    imp.add_argument("--qid-as-query", action="store_true",
+                     help="qrels: the qid column is the query text itself")
+    imp.add_argument("--no-wait", action="store_true")
+
+    sc = sub.add_parser("search-config", help="search configurations").add_subparsers(
+        dest="action", required=True)
+    screate = sc.add_parser("create", parents=[conn],
+                            help="create a search configuration from a file or inline JSON")
+    screate.add_argument("source", help="a file or inline JSON: a whole body (name, index, "
+                                        "query, searchPipeline) or just the query DSL")
+    screate.add_argument("--name")
+    screate.add_argument("--index")
+    screate.add_argument("--pipeline", help="search pipeline")
+    screate.add_argument("--description")
+
+    ex = sub.add_parser("experiment", help="experiments").add_subparsers(
+        dest="action", required=True)
+    run = ex.add_parser("run", parents=[conn],
+                        help="create an experiment, wait for it, print its summary")
+    run.add_argument("--type", choices=sorted(TYPES), default="pointwise")
+    run.add_argument("--query-set", required=True)
+    run.add_argument("--config", action="append", required=True, dest="configs",
+                     help="search configuration id (repeat; the first is the baseline)")
+    run.add_argument("--judgments", action="append", default=[],
+                     help="judgment list id (repeat)")
+    run.add_argument("--size", type=int, default=10)
+    run.add_argument("--name")
+    run.add_argument("--description")
+    run.add_argument("--metric", default="NDCG@10", help="emphasised metric (hybrid: ranks "
+                                                         "the variants)")
+    run.add_argument("--no-wait", action="store_true")
+    show = ex.add_parser("summary", parents=[conn], help="print an experiment's summary")
+    show.add_argument("experiment")
+    show.add_argument("--baseline")
+    show.add_argument("--metric", default="NDCG@10")
+    show.add_argument("--json", action="store_true", help="the raw _summary answer")
+
+    exp = sub.add_parser("export", help="TREC run and qrels files").add_subparsers(
+        dest="action", required=True)
+    erun = exp.add_parser("run", parents=[conn],
+                          help="an experiment's rankings as a TREC run (qid Q0 docid rank "
+                               "score tag)")
+    erun.add_argument("--experiment", required=True)
+    erun.add_argument("--config", help="only this configuration")
+    erun.add_argument("--out", required=True,
+                      help="file; with several configurations use {name} or {config} in it")
+    erun.add_argument("--topics", help="qid<TAB>text mapping to reuse (e.g. the one the qrels "
+                                       "were imported with)")
+    erun.add_argument("--topics-out", help="write the qid<TAB>text mapping used")
+    eq = exp.add_parser("qrels", parents=[conn],
+                        help="judgments as TREC qrels (qid 0 docid rating)")
+    source = eq.add_mutually_exclusive_group(required=True)
+    source.add_argument("--judgment", action="append", help="judgment list id (repeat)")
+    source.add_argument("--experiment", help="the judgment lists of this experiment")
+    eq.add_argument("--out", required=True)
+    eq.add_argument("--topics")
+    eq.add_argument("--topics-out")
+
+    gate = sub.add_parser(
+        "gate", parents=[conn],
+        help="fail (exit 1) when a candidate configuration is significantly worse",
+        description="Compare a candidate search configuration with a baseline on a query set "
+                    "and judgments. Exit 0 pass, 1 regression (the metric dropped by more "
+                    "than --margin with paired t-test p < --alpha), 2 usage or "
+                    "infrastructure error.")
+    gate.add_argument("--baseline", required=True, help="search configuration id")
+    gate.add_argument("--candidate", required=True, help="search configuration id")
+    gate.add_argument("--query-set")
+    gate.add_argument("--judgments", action="append", default=[])
+    gate.add_argument("--experiment", help="reuse this pointwise experiment (over both "
+                                           "configurations) instead of running one")
+    gate.add_argument("--metric", default="NDCG@10")
+    gate.add_argument("--margin", type=float, default=0.01)
+    gate.add_argument("--alpha", type=float, default=0.05)
+    gate.add_argument("--size", type=int, help="k of the run (default: the metric's @k, else 10)")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run one loop command; map failures to exit code 2 with a one-line message."""
+    client = WorkbenchClient(args.url, authorization(args.user, args.password),
+                             verify=not args.insecure)
+    handler = {
+        ("query-set", "create"): _query_set_create,
+        ("judgments", "import"): _judgments_import,
+        ("search-config", "create"): _search_config_create,
+        ("experiment", "run"): _experiment_run,
+        ("experiment", "summary"): _experiment_summary,
+        ("export", "run"): _export_run,
+        ("export", "qrels"): _export_qrels,
+        ("gate", None): _gate,
+    }[(args.command, getattr(args, "action", None))]
+    try:
+        return handler(client, args)
+    except (ClientError, formats.FormatError, cli_gate.GateError, OSError) as exc:
+        print(f"workbench {args.command}: {exc}", file=sys.stderr)
+        return 2
+
+
+# create -------------------------------------------------------------------------------------
+
+def _query_set_create(client: WorkbenchClient, args: argparse.Namespace) -> int:
+    queries = formats.parse_queries(_read(args.file), args.format)
+    if not queries:
+        raise formats.FormatError(f"{args.file} holds no query")
+    body = {"name": args.name, "sampling": "manual", "querySetQueries": queries}
+    if args.description:
+        body["description"] = args.description
+    answer = client.srw("PUT", "/query_sets", body)
+    err.print(f"query set {args.name!r}: {len(queries)} queries")
+    print(answer["query_set_id"])
+    return 0
+
+
+def _judgments_import(client: WorkbenchClient, args: argparse.Namespace) -> int:
+    text = _read(args.file)
+    fmt = formats.judgments_format(args.file, text) if args.format == "auto" else args.format
+    topics = formats.parse_topics(_read(args.topics)) if args.topics else None
+    ratings = formats.parse_judgments(text, fmt, topics, args.qid_as_query)
+    count = sum(len(row["ratings"]) for row in ratings)
+    body = {"name": args.name, "type": "IMPORT_JUDGMENT", "judgmentRatings": ratings}
+    if args.description:
+        body["description"] = args.description
+    judgment_id = client.srw("PUT", "/judgments", body)["judgment_id"]
+    err.print(f"judgments {args.name!r}: {count} ratings of {len(ratings)} queries ({fmt})")
+    print(judgment_id)
+    if args.no_wait:
+        return 0
+    doc = wait_with_progress(client, "judgments", judgment_id, "importing", args.timeout)
+    return _ended(doc, "judgment")
+
+
+def _search_config_create(client: WorkbenchClient, args: argparse.Namespace) -> int:
+    source = args.source
+    text = source if source.lstrip()[:1] in "{[" else _read(source)
+    data = formats._json(text)
+    if not isinstance(data, dict):
+        raise formats.FormatError("a search configuration is a JSON object")
+    body = dict(data) if "index" in data else {"query": data}
+    for key, value in (("name", args.name), ("index", args.index),
+                       ("searchPipeline", args.pipeline), ("description", args.description)):
+        if value:
+            body[key] = value
+    missing = [key for key in ("name", "index", "query") if not body.get(key)]
+    if missing:
+        raise formats.FormatError(f"missing {', '.join(missing)} (give --name/--index, or put "
+                                  "them in the JSON)")
+    if not isinstance(body["query"], str):
+        body["query"] = json.dumps(body["query"])
+    answer = client.srw("PUT", "/search_configurations", body)
+    err.print(f"search configuration {body['name']!r} on {body['index']}")
+    print(answer["search_configuration_id"])
+    return 0
+
+
+# experiments --------------------------------------------------------------------------------
+
+def _experiment_run(client: WorkbenchClient, args: argparse.Namespace) -> int:
+    body: dict[str, Any] = {"type": TYPES[args.type], "querySetId": args.query_set,
+                            "searchConfigurationList": args.configs,
+                            "judgmentList": args.judgments, "size": args.size}
+    for key in ("name", "description"):
+        if getattr(args, key):
+            body[key] = getattr(args, key)
+    experiment_id = client.srw("PUT", "/experiments", body)["experiment_id"]
+    err.print(f"experiment {experiment_id} ({body['type']})")
+    if args.no_wait:
+        print(experiment_id)
+        return 0
+    doc = wait_with_progress(client, "experiments", experiment_id, "running", args.timeout)
+    if doc.get("status") != "COMPLETED":
+        return _ended(doc, "experiment")
+    print_summary(_summary(client, experiment_id, args.configs[0], args.metric), args.metric)
+    return 0
+
+
+def _experiment_summary(client: WorkbenchClient, args: argparse.Namespace) -> int:
+    summary = _summary(client, args.experiment, args.baseline, args.metric)
+    if args.json:
+        print(json.dumps(summary, indent=2))
+    else:
+        print_summary(summary, args.metric)
+    return 0
+
+
+def _summary(client: WorkbenchClient, experiment_id: str, baseline: str | None, metric: str,
+             alpha: float | None = None) -> dict[str, Any]:
+    params: dict[str, Any] = {"metric": metric}
+    if baseline:
+        params["baseline"] = baseline
+    if alpha is not None:
+        params["alpha"] = alpha
+    return client.srw("GET", f"/experiments/{experiment_id}/_summary", params=params)
+
+
+def _ended(doc: dict[str, Any], what: str) -> int:
+    if doc.get("status") == "COMPLETED":
+        return 0
+    reason = (doc.get("metadata") or {}).get("error") or next(
+        (r.get("error") for r in doc.get("results") or [] if isinstance(r, dict)), None)
+    print(f"workbench: {what} {doc.get('id')} ended {doc.get('status')}: {reason}",
+          file=sys.stderr)
+    return 1
+
+
+# exports ------------------------------------------------------------------------------------
+
+def _export_run(client: WorkbenchClient, args: argparse.Namespace) -> int:
+    experiment = client.get("experiments", args.experiment)
+    if experiment.get("type") != "POINTWISE_EVALUATION":
+        raise formats.FormatError("runs are exported from POINTWISE_EVALUATION experiments "
+                                  f"(this one is {experiment.get('type')})")
+    configs = [args.config] if args.config else list(experiment["searchConfigurationList"])
+    if len(configs) > 1 and not re.search(r"\{(name|config)\}", args.out):
+        raise formats.FormatError("the experiment has several configurations: give --config "
+                                  "or put {name} or {config} in --out")
+    evaluations = client.evaluations(args.experiment)
+    qids = _qids(args.topics, (e["searchText"] for e in evaluations))
+    for config_id in configs:
+        name = client.get("search_configurations", config_id).get("name") or config_id
+        mine = [e for e in evaluations if e.get("searchConfigurationId") == config_id]
+        path = args.out.replace("{config}", config_id).replace(
+            "{name}", re.sub(r"[^\w.-]+", "_", name))
+        Path(path).write_text(formats.run_lines(mine, qids, name))
+        err.print(f"{path}: {len(mine)} queries of {name!r}")
+    _write_topics(args.topics_out, qids)
+    return 0
+
+
+def _export_qrels(client: WorkbenchClient, args: argparse.Namespace) -> int:
+    ids = args.judgment or client.get("experiments", args.experiment).get("judgmentList") or []
+    if not ids:
+        raise formats.FormatError("the experiment has no judgment list")
+    ratings = formats.merged_ratings(
+        client.get("judgments", i).get("judgmentRatings") or [] for i in ids)
+    qids = _qids(args.topics, (row["query"] for row in ratings))
+    Path(args.out).write_text(formats.qrels_lines(ratings, qids))
+    count = sum(len(row["ratings"]) for row in ratings)
+    err.print(f"{args.out}: {count} ratings of {len(ratings)} queries")
+    _write_topics(args.topics_out, qids)
+    return 0
+
+
+def _qids(topics_file: str | None, texts: Any) -> dict[str, str]:
+    """query text -> qid: the topics file's ids where it has the text, else a stable hash."""
+    known = ({text: qid for qid, text in formats.parse_topics(_read(topics_file)).items()}
+             if topics_file else {})
+    return {text: known.get(text) or formats.qid_for(text) for text in sorted(set(texts))}
+
+
+def _write_topics(path: str | None, qids: dict[str, str]) -> None:
+    if path:
+        Path(path).write_text(formats.topics_text(qids))
+
+
+# gate ---------------------------------------------------------------------------------------
+
+def _gate(client: WorkbenchClient, args: argparse.Namespace) -> int:
+    if args.baseline == args.candidate:
+        raise cli_gate.GateError("--baseline and --candidate are the same configuration")
+    experiment_id = args.experiment or _gate_experiment(client, args)
+    doc = client.get("experiments", experiment_id)
+    if doc.get("status") in ("PROCESSING", "RETRYING"):
+        doc = wait_with_progress(client, "experiments", experiment_id, "gate", args.timeout)
+    if doc.get("status") != "COMPLETED":
+        _ended(doc, "experiment")
+        return cli_gate.ERROR
+    configs = doc.get("searchConfigurationList") or []
+    for role, config_id in (("baseline", args.baseline), ("candidate", args.candidate)):
+        if config_id not in configs:
+            raise cli_gate.GateError(f"the experiment does not run the {role} {config_id}")
+    summary = _summary(client, experiment_id, args.baseline, args.metric, args.alpha)
+    verdict = cli_gate.decide(summary, args.candidate, args.metric, args.margin, args.alpha)
+    names = {c["searchConfigurationId"]: f"{c.get('name')} ({c['searchConfigurationId']})"
+             for c in summary.get("configurations") or []}
+    for line in cli_gate.explain(verdict, names, experiment_id):
+        out.print(line)
+    return verdict.code
+
+
+def _gate_experiment(client: WorkbenchClient, args: argparse.Namespace) -> str:
+    if not args.query_set or not args.judgments:
+        raise cli_gate.GateError("give --query-set and --judgments (or --experiment)")
+    size = args.size or _metric_k(args.metric) or 10
+    body = {"type": "POINTWISE_EVALUATION", "querySetId": args.query_set,
+            "searchConfigurationList": [args.baseline, args.candidate],
+            "judgmentList": args.judgments, "size": size,
+            "description": f"workbench gate: {args.candidate} vs {args.baseline}"}
+    experiment_id: str = client.srw("PUT", "/experiments", body)["experiment_id"]
+    err.print(f"gate experiment {experiment_id}")
+    return experiment_id
+
+
+def _metric_k(metric: str) -> int | None:
+    found = re.search(r"@(\d+)$", metric)
+    return int(found.group(1)) if found else None
+
+
+def _read(path: str) -> str:
+    if path == "-":
+        return sys.stdin.read()
+    return Path(path).read_text(encoding="utf-8-sig")

@@ -1,0 +1,144 @@
+"""What the command line shows: progress bars while jobs run, summaries as tables.
+
+Progress goes to stderr and tables to stdout, so ``workbench ... > summary.txt`` or
+``ID=$(workbench query-set create ...)`` keep only the result.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    SpinnerColumn,
+    TextColumn,
+    TimeElapsedColumn,
+)
+from rich.table import Table
+
+from workbench.client import WorkbenchClient
+
+out = Console(highlight=False, soft_wrap=False)
+err = Console(stderr=True, highlight=False)
+
+
+def wait_with_progress(client: WorkbenchClient, collection: str, entity_id: str, label: str,
+                       timeout: float) -> dict[str, Any]:
+    """Poll a judgment or experiment to its end with a progress bar; the final document."""
+    with Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(),
+                  MofNCompleteColumn(), TimeElapsedColumn(), console=err) as bar:
+        task = bar.add_task(label, total=None)
+
+        def show(done: int, total: int) -> None:
+            bar.update(task, completed=done, total=total)
+
+        doc = client.wait(collection, entity_id, show, timeout=timeout)
+        if doc.get("status") == "COMPLETED":
+            total = bar.tasks[0].total or 1  # a job faster than the first poll shows no count
+            bar.update(task, completed=total, total=total)
+    return doc
+
+
+def summary_tables(summary: dict[str, Any], emphasis: str | None = None,
+                   top: int = 10) -> list[Table]:
+    """The ``_summary`` answer as tables: configurations x metrics, then the comparisons.
+
+    A hybrid run lists its ``top`` variants by the ``emphasis`` metric (its best first).
+    """
+    configs = summary.get("configurations") or []
+    metrics = _metric_names(configs)
+    tables = []
+    hybrid = any(c.get("variantId") for c in configs)
+    if hybrid and emphasis in metrics:
+        configs = sorted(configs, key=lambda c: -_mean(c, emphasis))[:top]
+    title = (f"experiment {summary.get('experimentId')} · {summary.get('type')} · "
+             f"{summary.get('status')} · {(summary.get('queries') or {}).get('total')} queries"
+             f" · k={summary.get('size')}")
+    table = Table(title=title, title_justify="left")
+    table.add_column("configuration")
+    table.add_column("queries\nrun/hits/judged", justify="right")
+    table.add_column("judged\ntop-k", justify="right")
+    for name in metrics:
+        table.add_column(name, justify="right")
+    for config in configs:
+        queries = config.get("queries") or {}
+        coverage = (config.get("judgmentCoverage") or {}).get("share")
+        counts = "/".join(str(queries.get(key, "")) for key in ("run", "withHits", "judged"))
+        row = [_config_label(config), counts,
+               "" if coverage is None else f"{coverage:.0%}"]
+        for name in metrics:
+            stats = (config.get("metrics") or {}).get(name)
+            row.append("" if not stats else _mean_ci(stats))
+        table.add_row(*row)
+    tables.append(table)
+
+    comparisons = summary.get("comparisons") or []
+    if comparisons:
+        names = {c["searchConfigurationId"]: c.get("name") or c["searchConfigurationId"]
+                 for c in summary.get("configurations") or []}
+        comp = Table(title="candidate vs baseline (paired over queries)", title_justify="left")
+        for column in ("metric", "candidate", "baseline", "cand.", "delta", "W/L/T",
+                       "p t-test", "p Wilcoxon", "p random.", "d", "sig."):
+            comp.add_column(column, justify="left" if column in ("metric", "candidate",
+                                                                 "baseline") else "right")
+        for c in comparisons:
+            comp.add_row(c["metric"], str(names.get(c["candidate"], c["candidate"])),
+                         f"{c['baselineMean']:.3f}", f"{c['candidateMean']:.3f}",
+                         f"{c['meanDelta']:+.3f}", f"{c['wins']}/{c['losses']}/{c['ties']}",
+                         _p(c.get("tTest")), _p(c.get("wilcoxon")), _p(c.get("randomization")),
+                         _d(c.get("effectSize")), "yes" if c.get("significant") else "no")
+        tables.append(comp)
+    return tables
+
+
+def print_summary(summary: dict[str, Any], emphasis: str | None = None) -> None:
+    for table in summary_tables(summary, emphasis):
+        out.print(table)
+    for warning in summary.get("warnings") or []:
+        style = "bold red" if warning.get("level") == "error" else "yellow"
+        out.print(f"[{style}]{warning.get('level', 'warning')}[/{style}]: "
+                  f"{warning.get('message')}")
+
+
+def _metric_names(configs: list[dict[str, Any]]) -> list[str]:
+    names: list[str] = []
+    for config in configs:
+        for name in config.get("metrics") or {}:
+            if name not in names:
+                names.append(name)
+    return names
+
+
+def _config_label(config: dict[str, Any]) -> str:
+    if config.get("variantId"):
+        params = config.get("parameters") or {}
+        return ", ".join(f"{k}={v}" for k, v in params.items()) or str(config["variantId"])
+    return str(config.get("name") or config.get("searchConfigurationId"))
+
+
+def _mean(config: dict[str, Any], metric: str) -> float:
+    stats = (config.get("metrics") or {}).get(metric) or {}
+    return float(stats.get("mean") or 0.0)
+
+
+def _mean_ci(stats: dict[str, Any]) -> str:
+    mean = stats.get("mean")
+    if mean is None:
+        return ""
+    ci = stats.get("ci95")
+    if ci and None not in ci:
+        return f"{mean:.3f} ±{(ci[1] - ci[0]) / 2:.3f}"
+    return f"{mean:.3f}"
+
+
+def _p(test: dict[str, Any] | None) -> str:
+    value = (test or {}).get("pValue")
+    return "" if value is None else f"{value:.3g}"
+
+
+def _d(effect: dict[str, Any] | None) -> str:
+    value = (effect or {}).get("cohensD")
+    return "" if value is None else f"{value:+.2f}"
