@@ -41,3 +41,11 @@ if [ ! -f "$stamp" ] && [ ! -f ".venv/.installed-$hash-dev" ]; then
   rm -f .venv/.installed-*
   touch "$stamp"
 fi
+
+# --dev: Debian's chromium and chromium-driver, for the test that opens an HTML report headless.
+if [ -n "$extras" ] && ! { command -v chromium >/dev/null && command -v chromedriver >/dev/null; }; then
+  say "installing Debian's chromium and chromium-driver (the HTML report test)"
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get update -qq >&2 || true
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >&2 \
+    || say "could not install chromium; the HTML report test will be skipped"
+fi

@@ -20,6 +20,11 @@ from typing import Any
 import pytest
 from opensearchpy import OpenSearch
 
+from tests.integration.esci_summary_checks import (
+    check_hybrid_summary,
+    check_pairwise_summary,
+    check_pointwise_summary,
+)
 from tests.integration.test_experiments import EVALUATIONS, VARIANTS, by_experiment, create, wait
 from tests.support.api import Api
 from tests.support.data import ESCI, UBI_SAMPLE
@@ -133,6 +138,7 @@ def test_pointwise_over_the_150_esci_queries(api: Api, esci: dict[str, Any],
     print(f"\nmean NDCG@{K} over 150 queries: "
           + ", ".join(f"{n} {v:.4f} ({answered[n]} with hits)" for n, v in means.items()))
     assert {name: round(value, 3) for name, value in means.items()} == readme_table()
+    check_pointwise_summary(api, experiment_id, esci, evaluations)
 
 
 def test_pairwise_over_the_150_esci_queries(api: Api, esci: dict[str, Any]) -> None:
@@ -149,6 +155,7 @@ def test_pairwise_over_the_150_esci_queries(api: Api, esci: dict[str, Any]) -> N
         assert all(0.0 <= m["value"] <= 1.0 for m in result["metrics"])
         assert [s["searchConfigurationId"] for s in result["snapshots"]] == [esci["title"],
                                                                               esci["multi"]]
+    check_pairwise_summary(api, experiment_id, done)
 
 
 def test_hybrid_over_the_150_esci_queries(api: Api, esci: dict[str, Any],
@@ -173,3 +180,4 @@ def test_hybrid_over_the_150_esci_queries(api: Api, esci: dict[str, Any],
     assert total == 82 * len(texts)
     assert len(texts) >= 140  # nearly every ESCI query finds something in the catalogue
     assert direct.count(index=VARIANTS, body={"query": query})["count"] == 82 * 150
+    check_hybrid_summary(api, experiment_id, esci, direct)

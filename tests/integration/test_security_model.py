@@ -395,6 +395,10 @@ def test_every_route_answers_each_user_as_the_cluster_would(
         call(method, f"{srw}/experiments/_search", f"{srw}/experiments/_search")
     call("GET", f"{srw}/experiments/<entity_id>/validate",
          f"{srw}/experiments/{experiment}/validate")
+    call("GET", f"{srw}/experiments/<entity_id>/_summary",
+         f"{srw}/experiments/{experiment}/_summary")
+    call("GET", f"{srw}/experiments/<entity_id>/_report",
+         f"{srw}/experiments/{experiment}/_report?format=md")
     call("POST", f"{srw}/experiments/<entity_id>/_cancel",
          f"{srw}/experiments/{experiment}/_cancel", expect=409)  # finished: nothing to cancel
     call("PATCH", f"{srw}/experiments/<entity_id>", f"{srw}/experiments/{experiment}",

@@ -21,6 +21,7 @@ from workbench.errors import BadRequest, Conflict, NotFound
 from workbench.experiments.create import new_experiment, optional_text
 from workbench.experiments.runner import EVENTS
 from workbench.experiments.signature import validate
+from workbench.experiments.summary_read import no_judgments_matched
 from workbench.jobs.queue import QueueUnavailable, enqueue
 from workbench.schemas.text import DESCRIPTION_LIMIT, NAME_LIMIT
 from workbench.store.indices import (
@@ -125,4 +126,10 @@ def validate_experiment(entity_id: str) -> Response:
     experiment = repository(EXPERIMENT_INDEX).get_source(entity_id)
     if experiment is None:
         raise NotFound(f"Experiment not found: {entity_id}")
-    return json_response(validate(services().client, experiment))
+    answer = validate(services().client, experiment)
+    problem = no_judgments_matched(services().client, experiment)
+    if problem is not None:  # the inputs may be unchanged, but they cannot give a result
+        answer = {**answer, "errors": [problem]}
+        if answer["status"] == "VALID":
+            answer.update(status="INVALID", message=problem["message"])
+    return json_response(answer)

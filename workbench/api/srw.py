@@ -61,11 +61,12 @@ def install(app: Flask) -> None:
         schedules,
         search_configurations,
         stats,
+        summary,
     )
 
     if not bp._got_registered_once:  # nesting is fixed at the first app; later apps reuse it
         for child in (query_sets.bp, search_configurations.bp, judgments.bp, schedules.bp,
-                      experiments.bp, evaluate.bp, stats.bp, models.bp):
+                      experiments.bp, summary.bp, evaluate.bp, stats.bp, models.bp):
             bp.register_blueprint(child)
     app.register_blueprint(bp)
 

@@ -1,0 +1,145 @@
+"""``_summary``, ``_report`` and ``validate``'s judgment check over HTTP, on the small worked
+example of test_experiments; the HTML report is opened in headless Chromium."""
+
+from __future__ import annotations
+
+import csv
+import io
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+from opensearchpy import OpenSearch
+
+from tests.integration.test_experiments import (  # noqa: F401  (world is a fixture)
+    EVALUATIONS,
+    EXPERIMENTS,
+    by_experiment,
+    create,
+    pointwise,
+    wait,
+    world,
+)
+from tests.support import browser
+from tests.support.api import Api
+
+
+@pytest.fixture(scope="module")
+def compared(api: Api, world: dict[str, Any]) -> str:  # noqa: F811
+    experiment_id = create(api, pointwise(world, searchConfigurationList=[
+        world["by_rank"], world["by_price"]]))
+    assert wait(api, f"/experiments/{experiment_id}")["status"] == "COMPLETED"
+    return experiment_id
+
+
+def test_summary_of_two_configurations(api: Api, world: dict[str, Any],  # noqa: F811
+                                       compared: str, direct: OpenSearch) -> None:
+    reply = api.srw("GET", f"/experiments/{compared}/_summary")
+    assert reply.status == 200, reply.data
+    summary = reply.json
+    assert summary["experimentId"] == compared and summary["status"] == "COMPLETED"
+    assert summary["queries"] == {"total": 2}
+    assert summary["baseline"] == world["by_rank"] and summary["metric"] == "NDCG@3"
+    rank, price = summary["configurations"]
+    assert (rank["name"], price["name"]) == ("by rank", "by price desc")
+    # "worked" finds b, a, y (by rank) or y, a, b (by price); "nothing matches this" nothing.
+    assert rank["queries"] == {"run": 2, "withHits": 1, "judged": 1, "withJudgedHits": 1}
+    assert rank["judgmentCoverage"] == {"k": 3, "judgedHits": 2, "hits": 3, "share": 2 / 3}
+    stored = {(e["searchConfigurationId"], e["searchText"]): {
+        m["metric"]: m["value"] for m in e["metrics"]}
+        for e in by_experiment(direct, EVALUATIONS, compared)}
+    for row in (rank, price):
+        ndcg = stored[(row["searchConfigurationId"], "worked")]["NDCG@3"]
+        assert row["metrics"]["NDCG@3"]["mean"] == pytest.approx(ndcg / 2)  # no hits: 0
+        assert row["metrics"]["NDCG@3"]["median"] == pytest.approx(ndcg / 2)
+        assert row["metrics"]["NDCG@3"]["n"] == 2
+    assert summary["warnings"] == []
+    comparisons = summary["comparisons"]
+    assert len(comparisons) == 7 and comparisons[0]["metric"] == "NDCG@3"
+    first = comparisons[0]
+    assert (first["baseline"], first["candidate"]) == (world["by_rank"], world["by_price"])
+    assert [p["query"] for p in first["perQuery"]] == ["worked", "nothing matches this"]
+    assert first["ties"] >= 1  # the query without hits is 0 for both
+
+    swapped = api.srw("GET", f"/experiments/{compared}/_summary",
+                      params={"baseline": world["by_price"], "metric": "MRR", "alpha": "0.1"})
+    assert swapped.status == 200
+    assert swapped.json["comparisons"][0]["metric"] == "MRR"
+    assert swapped.json["comparisons"][0]["baseline"] == world["by_price"]
+
+
+def test_bad_parameters_unknown_and_processing(api: Api, compared: str,
+                                               direct: OpenSearch) -> None:
+    path = f"/experiments/{compared}/_summary"
+    reply = api.srw("GET", path, params={"baseline": "nope"})
+    assert reply.status == 400 and "baseline [nope]" in reply.reason
+    reply = api.srw("GET", path, params={"metric": "NDCG@10"})
+    assert reply.status == 400 and "metric [NDCG@10]" in reply.reason
+    for alpha in ("0", "1", "x", "nan"):
+        reply = api.srw("GET", path, params={"alpha": alpha})
+        assert reply.status == 400 and reply.reason.startswith(f"alpha [{alpha}]"), alpha
+    reply = api.srw("GET", path, params={"permutations": "0"})
+    assert reply.status == 400 and "permutations" in reply.reason
+    reply = api.srw("GET", f"/experiments/{compared}/_report", params={"format": "pdf"})
+    assert reply.status == 400 and "format [pdf]" in reply.reason
+    api.srw("GET", "/experiments/missing-id/_summary").error(
+        404, "Experiment not found: missing-id")
+    api.srw("GET", "/experiments/missing-id/_report").error(
+        404, "Experiment not found: missing-id")
+
+    running = f"running-{uuid.uuid4().hex[:8]}"
+    source = direct.get(index=EXPERIMENTS, id=compared)["_source"]
+    direct.index(index=EXPERIMENTS, id=running, refresh=True,
+                 body={**source, "id": running, "status": "PROCESSING", "results": []})
+    try:
+        api.srw("GET", f"/experiments/{running}/_summary").error(
+            409, f"Experiment [{running}] is PROCESSING; its summary is available once it has "
+                 "COMPLETED")
+    finally:
+        direct.delete(index=EXPERIMENTS, id=running, refresh=True)
+
+
+def test_no_judgment_matched_is_an_error_and_not_valid(api: Api,
+                                                       world: dict[str, Any]) -> None:  # noqa: F811
+    judgment = api.srw("PUT", "/judgments", {
+        "name": "other queries", "type": "IMPORT_JUDGMENT", "judgmentRatings": [
+            {"query": "a query of another set", "ratings": [{"docId": "a", "rating": "3"}]}]}
+    ).json["judgment_id"]
+    wait(api, f"/judgments/{judgment}")
+    experiment_id = create(api, pointwise(world, judgmentList=[judgment]))
+    assert wait(api, f"/experiments/{experiment_id}")["status"] == "COMPLETED"
+    summary = api.srw("GET", f"/experiments/{experiment_id}/_summary").json
+    assert [(w["level"], w["code"]) for w in summary["warnings"]] == [
+        ("error", "no_judgments_matched")]
+    assert summary["configurations"][0]["metrics"]["NDCG@3"]["mean"] == 0.0
+    valid = api.srw("GET", f"/experiments/{experiment_id}/validate").json
+    assert valid["status"] == "INVALID" and valid["drifted_inputs"] == []
+    assert [e["code"] for e in valid["errors"]] == ["no_judgments_matched"]
+    assert "every metric is 0" in valid["message"]
+
+
+def test_reports(api: Api, compared: str, tmp_path: Path) -> None:
+    md = api.srw("GET", f"/experiments/{compared}/_report", params={"format": "md"})
+    assert md.status == 200 and md.headers["Content-Type"].startswith("text/markdown")
+    assert "| by rank | 2 | 1 | 1 | 66.7% |" in md.text
+    assert "## Against the baseline (alpha 0.05)" in md.text
+
+    rows = api.srw("GET", f"/experiments/{compared}/_report", params={"format": "csv"})
+    assert rows.status == 200 and rows.headers["Content-Type"].startswith("text/csv")
+    table = list(csv.DictReader(io.StringIO(rows.text)))
+    assert len(table) == 2 * 2 * 7  # queries x configurations x metrics
+    assert {r["value"] for r in table if r["query"] == "nothing matches this"} == {"0.0"}
+
+    page = api.srw("GET", f"/experiments/{compared}/_report", params={"format": "html"})
+    assert page.status == 200 and page.headers["Content-Type"].startswith("text/html")
+    assert "<script" not in page.text and "http://" not in page.text  # self-contained
+    path = tmp_path / "report.html"
+    path.write_bytes(page.data)
+    rendered = browser.render(path)
+    assert rendered.title.startswith(f"Experiment {compared}")
+    assert len(rendered.images) == 2  # per-query deltas, distributions
+    for image in rendered.images:
+        assert image["complete"] and int(image["naturalWidth"]) > 300, image
+        assert int(image["naturalHeight"]) > 100, image
+    assert browser.colours(rendered.screenshot) > 50  # not a blank page

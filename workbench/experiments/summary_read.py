@@ -1,0 +1,135 @@
+"""Reading what an experiment's runs stored, for its summary: every call is made with the
+client's current identity (the caller's, while answering a request).
+
+Evaluation results are read in pages with ``search_after`` on ``id`` (a hybrid run over 150
+queries stores 12,300 of them, past any single page), only the fields the summary needs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from opensearchpy import OpenSearch
+
+from workbench.experiments.summary_build import Run
+from workbench.querysets.entries import read_entries
+from workbench.store.indices import (
+    EVALUATION_INDEX,
+    HISTORY_INDEX,
+    JUDGMENT_INDEX,
+    QUERY_SET_INDEX,
+    SEARCH_CONFIG_INDEX,
+    VARIANT_INDEX,
+)
+from workbench.store.repository import Repository
+
+PAGE = 5_000
+FIELDS = ["searchConfigurationId", "searchText", "documentIds", "metrics",
+          "experimentVariantParameters", "scheduledRunId"]
+
+
+def _paged(client: OpenSearch, index: str, query: dict[str, Any],
+           fields: list[str]) -> Iterator[dict[str, Any]]:
+    repo = Repository(client, index)
+    after: list[Any] | None = None
+    while True:
+        body: dict[str, Any] = {"query": query, "size": PAGE, "_source": fields,
+                                "sort": [{"id": "asc"}], "track_total_hits": False}
+        if after is not None:
+            body["search_after"] = after
+        hits = repo.search(body)["hits"]["hits"]
+        for hit in hits:
+            yield hit["_source"]
+        if len(hits) < PAGE:
+            return
+        after = hits[-1]["sort"]
+
+
+def evaluations(client: OpenSearch, experiment_id: str,
+                run_id: str | None = None) -> list[dict[str, Any]]:
+    """The evaluation results of the experiment's own run, or of one scheduled run."""
+    filters: list[dict[str, Any]] = [{"term": {"experimentId": experiment_id}}]
+    query: dict[str, Any] = {"bool": {"filter": filters}}
+    if run_id is None:
+        query["bool"]["must_not"] = [{"exists": {"field": "scheduledRunId"}}]
+    else:
+        filters.append({"term": {"scheduledRunId": run_id}})
+    return list(_paged(client, EVALUATION_INDEX, query, FIELDS))
+
+
+def variant_errors(client: OpenSearch, experiment_id: str) -> int:
+    """How many variants of the experiment's run ended ERROR (a failed search)."""
+    answer = Repository(client, VARIANT_INDEX).search({
+        "size": 0, "track_total_hits": True,
+        "query": {"bool": {"filter": [{"term": {"experimentId": experiment_id}},
+                                      {"term": {"status": "ERROR"}}]}}})
+    return int(answer["hits"]["total"]["value"])
+
+
+def configuration_names(client: OpenSearch, config_ids: list[str]) -> dict[str, str]:
+    repo = Repository(client, SEARCH_CONFIG_INDEX)
+    names = {}
+    for config_id in config_ids:
+        source = repo.get_source(config_id, ["name"])
+        if source and isinstance(source.get("name"), str):
+            names[config_id] = source["name"]
+    return names
+
+
+def judged_documents(client: OpenSearch, judgment_ids: list[str]) -> dict[str, set[str]]:
+    """Query -> the doc ids rated for it in any of the judgment lists (the first row of a query
+    in each list, as a run looks it up). LLM judgments of a query set with custom fields name
+    the query ``text#{fields}``: those rows count for ``text`` too."""
+    judged: dict[str, set[str]] = {}
+    repo = Repository(client, JUDGMENT_INDEX)
+    for judgment_id in judgment_ids:
+        source = repo.get_source(judgment_id, ["judgmentRatings"])
+        seen: set[str] = set()
+        for row in (source or {}).get("judgmentRatings") or []:
+            query = str(row.get("query"))
+            if query in seen:
+                continue
+            seen.add(query)
+            docs = {str(r.get("docId")) for r in row.get("ratings") or []
+                    if isinstance(r, dict) and r.get("docId") is not None}
+            judged.setdefault(query, set()).update(docs)
+            if "#" in query:
+                judged.setdefault(query.split("#", 1)[0], set()).update(docs)
+    return judged
+
+
+def scheduled_runs(client: OpenSearch, experiment_id: str) -> list[Run]:
+    """The experiment's completed scheduled runs, oldest first, with their evaluation results
+    (pairwise runs keep their metrics in the history document's ``results``)."""
+    answer = Repository(client, HISTORY_INDEX).search({
+        "size": 1_000, "sort": [{"timestamp": {"order": "asc"}}],
+        "query": {"bool": {"filter": [{"term": {"experimentId": experiment_id}},
+                                      {"term": {"status": "COMPLETED"}}]}}})
+    runs = []
+    for hit in answer["hits"]["hits"]:
+        source = hit["_source"]
+        run_id = str(source.get("id") or hit["_id"])
+        runs.append(Run(results=list(source.get("results") or []),
+                        evaluations=evaluations(client, experiment_id, run_id),
+                        run_id=run_id, timestamp=source.get("timestamp")))
+    return runs
+
+
+def no_judgments_matched(client: OpenSearch, experiment: dict[str, Any]) -> dict[str, Any] | None:
+    """The ``no_judgments_matched`` error of an experiment whose judgment lists rate none of its
+    queries (every metric would be 0), else None. Pairwise experiments use no judgments."""
+    if experiment.get("type") not in ("POINTWISE_EVALUATION", "HYBRID_OPTIMIZER"):
+        return None
+    query_set = Repository(client, QUERY_SET_INDEX).get_source(
+        str(experiment.get("querySetId") or ""))
+    if query_set is None:
+        return None  # drift reports a missing query set
+    texts = [entry.query_text for entry in read_entries(query_set)]
+    judged = judged_documents(client, [str(j) for j in experiment.get("judgmentList") or []])
+    if not texts or any(judged.get(text) for text in texts):
+        return None
+    return {"level": "error", "code": "no_judgments_matched",
+            "message": f"no judgment of [{', '.join(experiment.get('judgmentList') or [])}] "
+                       f"matched any query of the query set [{experiment.get('querySetId')}]: "
+                       "every metric is 0"}
