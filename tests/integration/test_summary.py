@@ -143,3 +143,70 @@ def test_reports(api: Api, compared: str, tmp_path: Path) -> None:
         assert image["complete"] and int(image["naturalWidth"]) > 300, image
         assert int(image["naturalHeight"]) > 100, image
     assert browser.colours(rendered.screenshot) > 50  # not a blank page
+
+
+def test_scheduled_runs_history_flags_a_significant_drop(
+        api: Api, direct: OpenSearch, env: dict[str, str], worker: Any) -> None:
+    """Two scheduled runs: the second after ten of twelve queries lost their relevant document,
+    so NDCG@3 drops from 1.0 to 1/6 and the history flags it."""
+    from datetime import UTC, datetime, timedelta
+
+    from tests.integration.test_schedules import JOBS, wait_history
+    from workbench.config import Config
+    from workbench.experiments.scheduling import Scheduler
+    from workbench.services import Services
+
+    index = f"test-sum-sched-{uuid.uuid4().hex[:6]}"
+    for i in range(12):
+        direct.index(index=index, id=f"good{i}", body={"title": f"term{i}"})
+    direct.indices.refresh(index=index)
+    config = api.srw("PUT", "/search_configurations", {
+        "name": "c", "index": index,
+        "query": '{"query":{"match":{"title":"%SearchText%"}}}'}).json["search_configuration_id"]
+    query_set = api.srw("PUT", "/query_sets", {"name": "q", "querySetQueries": [
+        {"queryText": f"term{i}"} for i in range(12)]}).json["query_set_id"]
+    judgment = api.srw("PUT", "/judgments", {"name": "j", "type": "IMPORT_JUDGMENT",
+                                             "judgmentRatings": [
+        {"query": f"term{i}", "ratings": [{"docId": f"good{i}", "rating": "3"}]}
+        for i in range(12)]}).json["judgment_id"]
+    wait(api, f"/judgments/{judgment}")
+    experiment_id = create(api, {"type": "POINTWISE_EVALUATION", "querySetId": query_set,
+                                 "searchConfigurationList": [config],
+                                 "judgmentList": [judgment], "size": 3})
+    assert wait(api, f"/experiments/{experiment_id}")["status"] == "COMPLETED"
+    api.srw("POST", "/experiments/schedule", {"experimentId": experiment_id,
+                                              "cronExpression": "*/5 * * * *"})
+    try:
+        job = direct.get(index=JOBS, id=experiment_id)["_source"]
+        scheduler = Scheduler(Services(Config.from_env(env)))
+        start = datetime.fromtimestamp(job["enabledTime"] / 1000, UTC)
+        [first] = scheduler.tick(now=start + timedelta(minutes=6))
+        assert wait_history(direct, first)["status"] == "COMPLETED"
+        for i in range(10):
+            direct.delete(index=index, id=f"good{i}")
+            direct.index(index=index, id=f"bad{i}", body={"title": f"term{i}"})
+        direct.indices.refresh(index=index)
+        [second] = scheduler.tick(now=start + timedelta(minutes=16))
+        assert wait_history(direct, second)["status"] == "COMPLETED"
+
+        summary = api.srw("GET", f"/experiments/{experiment_id}/_summary").json
+        before, after = summary["history"]
+        assert (before["scheduledRunId"], after["scheduledRunId"]) == (first, second)
+        assert before["metrics"]["NDCG@3"] == {"mean": 1.0, "n": 12}
+        assert before["change"] is None
+        assert after["metrics"]["NDCG@3"]["mean"] == pytest.approx(2 / 12)
+        change = after["change"]
+        assert change["metric"] == "NDCG@3" and change["n"] == 12
+        assert change["meanDelta"] == pytest.approx(-10 / 12)
+        assert change["pValue"] < 0.001 and change["droppedSignificantly"] is True
+        # The experiment's own run is still what the configurations summarise.
+        assert summary["configurations"][0]["metrics"]["NDCG@3"]["mean"] == 1.0
+
+        page = api.srw("GET", f"/experiments/{experiment_id}/_report",
+                       params={"format": "html"}).text
+        assert "Scheduled runs: mean NDCG@3 over time" in page
+        md = api.srw("GET", f"/experiments/{experiment_id}/_report", params={"format": "md"})
+        assert "## Scheduled runs: NDCG@3" in md.text and "| yes |" in md.text
+    finally:
+        api.srw("DELETE", f"/experiments/schedule/{experiment_id}")
+        direct.indices.delete(index=index)
