@@ -85,13 +85,13 @@ def add_commands(sub: Any) -> None:
     run.add_argument("--size", type=int, default=10)
     run.add_argument("--name")
     run.add_argument("--description")
-    run.add_argument("--metric", default="NDCG@10", help="emphasised metric (hybrid: ranks "
-                                                         "the variants)")
+    run.add_argument("--metric", help="emphasised metric (hybrid: ranks the variants; "
+                                      "default: the server's, NDCG@k)")
     run.add_argument("--no-wait", action="store_true")
     show = ex.add_parser("summary", parents=[conn], help="print an experiment's summary")
     show.add_argument("experiment")
     show.add_argument("--baseline")
-    show.add_argument("--metric", default="NDCG@10")
+    show.add_argument("--metric")
     show.add_argument("--json", action="store_true", help="the raw _summary answer")
 
     exp = sub.add_parser("export", help="TREC run and qrels files").add_subparsers(
@@ -241,9 +241,11 @@ def _experiment_summary(client: WorkbenchClient, args: argparse.Namespace) -> in
     return 0
 
 
-def _summary(client: WorkbenchClient, experiment_id: str, baseline: str | None, metric: str,
-             alpha: float | None = None) -> dict[str, Any]:
-    params: dict[str, Any] = {"metric": metric}
+def _summary(client: WorkbenchClient, experiment_id: str, baseline: str | None,
+             metric: str | None, alpha: float | None = None) -> dict[str, Any]:
+    params: dict[str, Any] = {}
+    if metric:
+        params["metric"] = metric
     if baseline:
         params["baseline"] = baseline
     if alpha is not None:

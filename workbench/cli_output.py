@@ -51,6 +51,8 @@ def summary_tables(summary: dict[str, Any], emphasis: str | None = None,
     configs = summary.get("configurations") or []
     metrics = _metric_names(configs)
     tables = []
+    best = summary.get("best") or {}
+    emphasis = emphasis or next(iter(best), None)
     hybrid = any(c.get("variantId") for c in configs)
     if hybrid and emphasis in metrics:
         configs = sorted(configs, key=lambda c: -_mean(c, emphasis))[:top]
@@ -66,7 +68,7 @@ def summary_tables(summary: dict[str, Any], emphasis: str | None = None,
     for config in configs:
         queries = config.get("queries") or {}
         coverage = (config.get("judgmentCoverage") or {}).get("share")
-        counts = "/".join(str(queries.get(key, "")) for key in ("run", "withHits", "judged"))
+        counts = "/".join(str(queries.get(key, "-")) for key in ("run", "withHits", "judged"))
         row = [_config_label(config), counts,
                "" if coverage is None else f"{coverage:.0%}"]
         for name in metrics:
@@ -75,7 +77,11 @@ def summary_tables(summary: dict[str, Any], emphasis: str | None = None,
         table.add_row(*row)
     tables.append(table)
 
+    if best:
+        tables.append(_best_table(best))
     comparisons = summary.get("comparisons") or []
+    if hybrid:  # every variant against the first: the best-variant table says what matters
+        comparisons = []
     if comparisons:
         names = {c["searchConfigurationId"]: c.get("name") or c["searchConfigurationId"]
                  for c in summary.get("configurations") or []}
@@ -92,6 +98,21 @@ def summary_tables(summary: dict[str, Any], emphasis: str | None = None,
                          _d(c.get("effectSize")), "yes" if c.get("significant") else "no")
         tables.append(comp)
     return tables
+
+
+def _best_table(best: dict[str, Any]) -> Table:
+    table = Table(title="best variant per metric (Holm-corrected against the others)",
+                  title_justify="left")
+    for column in ("metric", "best variant", "mean", "others", "significantly worse"):
+        table.add_column(column, justify="right" if column in ("mean", "others",
+                                                               "significantly worse") else "left")
+    for metric, entry in best.items():
+        others = entry.get("others") or []
+        params = entry.get("parameters") or {}
+        table.add_row(metric, _params_label(params) or str(entry.get("variantId")),
+                      f"{entry.get('mean', 0):.3f}",
+                      str(len(others)), str(sum(1 for o in others if o.get("significant"))))
+    return table
 
 
 def print_summary(summary: dict[str, Any], emphasis: str | None = None) -> None:
@@ -114,9 +135,21 @@ def _metric_names(configs: list[dict[str, Any]]) -> list[str]:
 
 def _config_label(config: dict[str, Any]) -> str:
     if config.get("variantId"):
-        params = config.get("parameters") or {}
-        return ", ".join(f"{k}={v}" for k, v in params.items()) or str(config["variantId"])
+        return _params_label(config.get("parameters") or {}) or str(config["variantId"])
     return str(config.get("name") or config.get("searchConfigurationId"))
+
+
+def _params_label(params: dict[str, Any]) -> str:
+    """A hybrid variant in a few characters: ``min_max arithmetic_mean w=0.3/0.7``."""
+    parts = []
+    for key, value in params.items():
+        if key in ("normalization", "combination"):
+            parts.append(str(value))
+        elif key == "weights" and isinstance(value, list):
+            parts.append("w=" + "/".join(str(w) for w in value))
+        else:
+            parts.append(f"{key}={value}")
+    return " ".join(parts)
 
 
 def _mean(config: dict[str, Any], metric: str) -> float:

@@ -50,7 +50,7 @@ def ok(result: subprocess.CompletedProcess[str]) -> str:
 
 
 def source(api: Api, collection: str, entity_id: str) -> dict[str, Any]:
-    return api.srw("GET", f"/{collection}/{entity_id}").json["hits"]["hits"][0]["_source"]  # type: ignore[no-any-return]
+    return api.srw("GET", f"/{collection}/{entity_id}").json["hits"]["hits"][0]["_source"]
 
 
 @pytest.fixture(scope="module")
@@ -241,3 +241,26 @@ def test_gate_usage_and_infrastructure_errors_exit_2(server: Server, env: dict[s
                "--judgments", "j", "--url", "http://127.0.0.1:9")
     assert down.returncode == 2 and "cannot reach the workbench" in down.stderr
     assert cli(server, env, "gate", "--candidate", "b").returncode == 2  # argparse
+
+
+def test_experiment_run_pairwise_and_hybrid(server: Server, env: dict[str, str],
+                                            loop: dict[str, Any]) -> None:
+    pairwise = cli(server, env, "experiment", "run", "--type", "pairwise",
+                   "--query-set", loop["querySet"], "--config", loop["title"],
+                   "--config", loop["worse"], "--size", str(K))
+    table = ok(pairwise)
+    print(table)
+    assert "PAIRWISE_COMPARISON · COMPLETED" in table and "jaccard" in table
+
+    path = loop["tmp"] / "few.txt"
+    path.write_text("\n".join(loop["queries"][:5]) + "\n")
+    few = ok(cli(server, env, "query-set", "create", str(path), "--name", "five")).strip()
+    hybrid_query = {"query": {"hybrid": {"queries": [{"match": {"title": "%SearchText%"}},
+                                                     {"match": {"description": "%SearchText%"}}]}}}
+    hybrid = ok(cli(server, env, "search-config", "create", json.dumps(hybrid_query),
+                    "--name", "cli hybrid", "--index", loop["index"])).strip()
+    result = cli(server, env, "experiment", "run", "--type", "hybrid", "--query-set", few,
+                 "--config", hybrid, "--judgments", loop["judgment"], "--size", str(K))
+    table = ok(result)
+    print(table)
+    assert "HYBRID_OPTIMIZER · COMPLETED" in table and "best" in table
