@@ -44,60 +44,99 @@ def wait_with_progress(client: WorkbenchClient, collection: str, entity_id: str,
 
 def summary_tables(summary: dict[str, Any], emphasis: str | None = None,
                    top: int = 10) -> list[Table]:
-    """The ``_summary`` answer as tables: configurations x metrics, then the comparisons.
+    """The ``_summary`` answer as tables: the figures of each configuration, then the
+    comparisons with the baseline (pointwise) or the best variants (hybrid).
 
-    A hybrid run lists its ``top`` variants by the ``emphasis`` metric (its best first).
+    Configurations are columns (metrics read down); a hybrid run's variants are rows instead,
+    its ``top`` variants by the ``emphasis`` metric, best first.
     """
     configs = summary.get("configurations") or []
-    metrics = _metric_names(configs)
-    tables = []
     best = summary.get("best") or {}
     emphasis = emphasis or next(iter(best), None)
     hybrid = any(c.get("variantId") for c in configs)
-    if hybrid and emphasis in metrics:
-        configs = sorted(configs, key=lambda c: -_mean(c, emphasis))[:top]
-    title = (f"experiment {summary.get('experimentId')} · {summary.get('type')} · "
+    title = (f"experiment {summary.get('experimentId')}\n{summary.get('type')} · "
              f"{summary.get('status')} · {(summary.get('queries') or {}).get('total')} queries"
              f" · k={summary.get('size')}")
-    table = Table(title=title, title_justify="left")
-    table.add_column("configuration")
-    table.add_column("queries\nrun/hits/judged", justify="right")
-    table.add_column("judged\ntop-k", justify="right")
-    for name in metrics:
-        table.add_column(name, justify="right")
-    for config in configs:
-        queries = config.get("queries") or {}
-        coverage = (config.get("judgmentCoverage") or {}).get("share")
-        counts = "/".join(str(queries.get(key, "-")) for key in ("run", "withHits", "judged"))
-        row = [_config_label(config), counts,
-               "" if coverage is None else f"{coverage:.0%}"]
-        for name in metrics:
-            stats = (config.get("metrics") or {}).get(name)
-            row.append("" if not stats else _mean_ci(stats))
-        table.add_row(*row)
-    tables.append(table)
-
+    tables = [_variants_table(title, configs, emphasis, top) if hybrid
+              else _configurations_table(title, configs)]
     if best:
         tables.append(_best_table(best))
     comparisons = summary.get("comparisons") or []
-    if hybrid:  # every variant against the first: the best-variant table says what matters
-        comparisons = []
-    if comparisons:
-        names = {c["searchConfigurationId"]: c.get("name") or c["searchConfigurationId"]
-                 for c in summary.get("configurations") or []}
-        comp = Table(title="candidate vs baseline (paired over queries)", title_justify="left")
-        for column in ("metric", "candidate", "baseline", "cand.", "delta", "W/L/T",
-                       "p t-test", "p Wilcoxon", "p random.", "d", "sig."):
-            comp.add_column(column, justify="left" if column in ("metric", "candidate",
-                                                                 "baseline") else "right")
-        for c in comparisons:
-            comp.add_row(c["metric"], str(names.get(c["candidate"], c["candidate"])),
-                         f"{c['baselineMean']:.3f}", f"{c['candidateMean']:.3f}",
-                         f"{c['meanDelta']:+.3f}", f"{c['wins']}/{c['losses']}/{c['ties']}",
-                         _p(c.get("tTest")), _p(c.get("wilcoxon")), _p(c.get("randomization")),
-                         _d(c.get("effectSize")), "yes" if c.get("significant") else "no")
-        tables.append(comp)
+    if comparisons and not hybrid:  # hybrid: the best-variant table says what matters
+        tables.append(_comparisons_table(comparisons, configs))
     return tables
+
+
+def _configurations_table(title: str, configs: list[dict[str, Any]]) -> Table:
+    table = Table(title=title, title_justify="left")
+    table.add_column("mean ±95% CI")
+    for config in configs:
+        table.add_column(_config_label(config), justify="right")
+    table.add_row("queries run/hits/judged", *(_counts(c) for c in configs))
+    table.add_row("judged share of top-k", *(_coverage(c) for c in configs), end_section=True)
+    for name in _metric_names(configs):
+        table.add_row(name, *(_mean_ci((c.get("metrics") or {}).get(name) or {})
+                              for c in configs))
+    return table
+
+
+def _variants_table(title: str, configs: list[dict[str, Any]], emphasis: str | None,
+                    top: int) -> Table:
+    metrics = _metric_names(configs)
+    if emphasis in metrics:
+        configs = sorted(configs, key=lambda c: -_mean(c, str(emphasis)))
+    table = Table(title=f"{title} · top {min(top, len(configs))} of {len(configs)} variants"
+                        + (f" by {emphasis}" if emphasis in metrics else ""),
+                  title_justify="left")
+    table.add_column("variant")
+    table.add_column("judged", justify="right")
+    for name in metrics:
+        table.add_column(name, justify="right")
+    for config in configs[:top]:
+        table.add_row(_config_label(config), _coverage(config),
+                      *(_number(((config.get("metrics") or {}).get(name) or {}).get("mean"))
+                        for name in metrics))
+    return table
+
+
+def _comparisons_table(comparisons: list[dict[str, Any]], configs: list[dict[str, Any]]
+                       ) -> Table:
+    names = {c["searchConfigurationId"]: _config_label(c) for c in configs}
+    candidates = {c["candidate"] for c in comparisons}
+    baseline = names.get(comparisons[0]["baseline"], comparisons[0]["baseline"])
+    title = (f"{names.get(next(iter(candidates)))} vs {baseline} (paired over queries)"
+             if len(candidates) == 1 else f"each configuration vs {baseline} (paired)")
+    table = Table(title=title, title_justify="left")
+    columns = ["metric", *(["candidate"] if len(candidates) > 1 else []), "delta", "W/L/T",
+               "p t-test", "p Wilcoxon", "p random.", "Cohen's d", "significant"]
+    for column in columns:
+        table.add_column(column, justify="left" if column in ("metric", "candidate") else "right")
+    for c in comparisons:
+        table.add_row(c["metric"], *([names.get(c["candidate"], c["candidate"])]
+                                     if len(candidates) > 1 else []),
+                      _number(c["meanDelta"], signed=True),
+                      f"{c['wins']}/{c['losses']}/{c['ties']}",
+                      _p(c.get("tTest")), _p(c.get("wilcoxon")), _p(c.get("randomization")),
+                      _d(c.get("effectSize")), "yes" if c.get("significant") else "no")
+    return table
+
+
+def _counts(config: dict[str, Any]) -> str:
+    queries = config.get("queries") or {}
+    return "/".join(str(queries.get(key, "-")) for key in ("run", "withHits", "judged"))
+
+
+def _coverage(config: dict[str, Any]) -> str:
+    share = (config.get("judgmentCoverage") or {}).get("share")
+    return "-" if share is None else f"{share:.0%}"
+
+
+def _number(value: Any, signed: bool = False) -> str:
+    """Three decimals, or four significant digits for big values (DCG on a x100 scale)."""
+    if value is None:
+        return ""
+    sign = "+" if signed else ""
+    return f"{value:{sign}.4g}" if abs(value) >= 1000 else f"{value:{sign}.3f}"
 
 
 def _best_table(best: dict[str, Any]) -> Table:
@@ -110,7 +149,7 @@ def _best_table(best: dict[str, Any]) -> Table:
         others = entry.get("others") or []
         params = entry.get("parameters") or {}
         table.add_row(metric, _params_label(params) or str(entry.get("variantId")),
-                      f"{entry.get('mean', 0):.3f}",
+                      _number(entry.get("mean")),
                       str(len(others)), str(sum(1 for o in others if o.get("significant"))))
     return table
 
@@ -163,8 +202,8 @@ def _mean_ci(stats: dict[str, Any]) -> str:
         return ""
     ci = stats.get("ci95")
     if ci and None not in ci:
-        return f"{mean:.3f} ±{(ci[1] - ci[0]) / 2:.3f}"
-    return f"{mean:.3f}"
+        return f"{_number(mean)} ±{_number((ci[1] - ci[0]) / 2)}"
+    return _number(mean)
 
 
 def _p(test: dict[str, Any] | None) -> str:
