@@ -16,7 +16,7 @@ from typing import Any
 
 from workbench import cli_formats as formats
 from workbench import cli_gate
-from workbench.cli_output import err, out, print_summary, wait_with_progress
+from workbench.cli_output import err, print_summary, wait_with_progress
 from workbench.client import ClientError, WorkbenchClient, authorization
 
 COMMANDS = ("query-set", "judgments", "search-config", "experiment", "export", "gate")
@@ -153,6 +153,10 @@ def run(args: argparse.Namespace) -> int:
     except (ClientError, formats.FormatError, cli_gate.GateError, OSError) as exc:
         print(f"workbench {args.command}: {exc}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print(f"workbench {args.command}: interrupted (a job already started keeps running on "
+              "the server)", file=sys.stderr)
+        return 130
 
 
 # create -------------------------------------------------------------------------------------
@@ -333,8 +337,7 @@ def _gate(client: WorkbenchClient, args: argparse.Namespace) -> int:
     verdict = cli_gate.decide(summary, args.candidate, args.metric, args.margin, args.alpha)
     names = {c["searchConfigurationId"]: f"{c.get('name')} ({c['searchConfigurationId']})"
              for c in summary.get("configurations") or []}
-    for line in cli_gate.explain(verdict, names, experiment_id):
-        out.print(line)
+    print("\n".join(cli_gate.explain(verdict, names, experiment_id)))  # plain: no wrapping
     return verdict.code
 
 

@@ -6,9 +6,12 @@ Progress goes to stderr and tables to stdout, so ``workbench ... > summary.txt``
 
 from __future__ import annotations
 
+import os
+import sys
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -21,7 +24,9 @@ from rich.table import Table
 
 from workbench.client import WorkbenchClient
 
-out = Console(highlight=False, soft_wrap=False)
+# Piped (a CI log), rich would wrap at 80 columns; COLUMNS still wins when set.
+_PIPED = not sys.stdout.isatty() and not os.environ.get("COLUMNS")
+out = Console(highlight=False, soft_wrap=False, width=120 if _PIPED else None)
 err = Console(stderr=True, highlight=False)
 
 
@@ -148,7 +153,7 @@ def _best_table(best: dict[str, Any]) -> Table:
     for metric, entry in best.items():
         others = entry.get("others") or []
         params = entry.get("parameters") or {}
-        table.add_row(metric, _params_label(params) or str(entry.get("variantId")),
+        table.add_row(metric, escape(_params_label(params) or str(entry.get("variantId"))),
                       _number(entry.get("mean")),
                       str(len(others)), str(sum(1 for o in others if o.get("significant"))))
     return table
@@ -160,7 +165,7 @@ def print_summary(summary: dict[str, Any], emphasis: str | None = None) -> None:
     for warning in summary.get("warnings") or []:
         style = "bold red" if warning.get("level") == "error" else "yellow"
         out.print(f"[{style}]{warning.get('level', 'warning')}[/{style}]: "
-                  f"{warning.get('message')}")
+                  f"{escape(str(warning.get('message')))}")
 
 
 def _metric_names(configs: list[dict[str, Any]]) -> list[str]:
@@ -173,9 +178,10 @@ def _metric_names(configs: list[dict[str, Any]]) -> list[str]:
 
 
 def _config_label(config: dict[str, Any]) -> str:
+    """A configuration's name (or a variant's parameters), escaped: rich reads [..] as markup."""
     if config.get("variantId"):
-        return _params_label(config.get("parameters") or {}) or str(config["variantId"])
-    return str(config.get("name") or config.get("searchConfigurationId"))
+        return escape(_params_label(config.get("parameters") or {}) or str(config["variantId"]))
+    return escape(str(config.get("name") or config.get("searchConfigurationId")))
 
 
 def _params_label(params: dict[str, Any]) -> str:

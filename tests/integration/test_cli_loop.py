@@ -136,9 +136,15 @@ def test_json_and_qrels_imports_match_the_csv(server: Server, env: dict[str, str
     for args in (["flat.json"], ["some.qrels", "--topics", str(tmp / "topics.tsv")]):
         result = cli(server, env, "judgments", "import", str(tmp / args[0]), *args[1:],
                      "--name", f"from {args[0]}")
-        stored = source(api, "judgments", ok(result).strip())
+        judgment = ok(result).strip()
+        stored = source(api, "judgments", judgment)
         assert {row["query"]: {r["docId"]: float(r["rating"]) for r in row["ratings"]}
                 for row in stored["judgmentRatings"]} == expected
+    # Exported with the same topics, the qrels come back as they went in.
+    ok(cli(server, env, "export", "qrels", "--judgment", judgment, "--topics",
+           str(tmp / "topics.tsv"), "--out", str(tmp / "again.qrels")))
+    assert sorted((tmp / "again.qrels").read_text().splitlines()) == sorted(
+        (tmp / "some.qrels").read_text().splitlines())
     missing = cli(server, env, "judgments", "import", str(tmp / "some.qrels"), "--name", "x")
     assert missing.returncode == 2 and "--topics" in missing.stderr
 
@@ -243,6 +249,17 @@ def test_gate_usage_and_infrastructure_errors_exit_2(server: Server, env: dict[s
     assert cli(server, env, "gate", "--candidate", "b").returncode == 2  # argparse
 
 
+def test_gate_without_any_matching_judgment_gives_no_verdict(
+        server: Server, env: dict[str, str], loop: dict[str, Any]) -> None:
+    path = loop["tmp"] / "elsewhere.csv"
+    path.write_text("a query of no query set,B000000000,3\n")
+    elsewhere = ok(cli(server, env, "judgments", "import", str(path), "--name", "elsewhere"))
+    result = cli(server, env, "gate", "--baseline", loop["title"], "--candidate", loop["worse"],
+                 "--query-set", loop["querySet"], "--judgments", elsewhere.strip())
+    assert result.returncode == 2, (result.stdout, result.stderr[-2000:])
+    assert "no judgment" in result.stderr.splitlines()[-1]
+
+
 def test_experiment_run_pairwise_and_hybrid(server: Server, env: dict[str, str],
                                             loop: dict[str, Any]) -> None:
     pairwise = cli(server, env, "experiment", "run", "--type", "pairwise",
@@ -264,3 +281,7 @@ def test_experiment_run_pairwise_and_hybrid(server: Server, env: dict[str, str],
     table = ok(result)
     print(table)
     assert "HYBRID_OPTIMIZER · COMPLETED" in table and "best" in table
+    experiment_id = result.stderr.split("experiment ", 1)[1].split()[0]
+    refused = cli(server, env, "export", "run", "--experiment", experiment_id,
+                  "--out", str(loop["tmp"] / "hybrid.run"))
+    assert refused.returncode == 2 and "POINTWISE_EVALUATION" in refused.stderr

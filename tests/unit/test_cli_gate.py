@@ -47,3 +47,22 @@ def test_explanation_names_the_figures_and_the_worst_query() -> None:
     text = "\n".join(explain(verdict, {"base": "title", "cand": "brand"}, "exp-1"))
     assert text.startswith("workbench gate FAIL: NDCG@10 dropped by 0.2000 (> margin 0.01)")
     assert "'tv': 0.500 -> 0.200" in text and "experiment exp-1" in text
+
+
+def test_summary_tables_show_names_with_brackets_as_written() -> None:
+    from rich.console import Console
+
+    from workbench.cli_output import summary_tables
+
+    configs = [{"searchConfigurationId": i, "name": name, "queries": {"run": 2},
+                "metrics": {"NDCG@10": {"n": 2, "mean": mean, "ci95": [mean - 0.1, mean + 0.1]}}}
+               for i, name, mean in (("a", "[red] base", 0.5), ("b", "cand [v2]", 1234.5))]
+    answer = {"experimentId": "e", "type": "POINTWISE_EVALUATION", "configurations": configs,
+              "comparisons": [dict(summary(-0.2, 0.001)["comparisons"][0],
+                                   baseline="a", candidate="b")]}
+    console = Console(record=True, width=200)
+    for table in summary_tables(answer):
+        console.print(table)
+    text = console.export_text()
+    assert "[red] base" in text and "cand [v2] vs [red] base" in text
+    assert "0.500 ±0.100" in text and "1234 ±0.100" in text  # 4 significant digits when big
