@@ -285,3 +285,17 @@ def test_experiment_run_pairwise_and_hybrid(server: Server, env: dict[str, str],
     refused = cli(server, env, "export", "run", "--experiment", experiment_id,
                   "--out", str(loop["tmp"] / "hybrid.run"))
     assert refused.returncode == 2 and "POINTWISE_EVALUATION" in refused.stderr
+
+
+def test_a_failed_experiment_exits_1_and_fails_the_gate_with_2(
+        server: Server, env: dict[str, str], loop: dict[str, Any]) -> None:
+    missing = f"no-such-pipeline-{uuid.uuid4().hex[:6]}"
+    broken = ok(cli(server, env, "search-config", "create", json.dumps(TITLE), "--name",
+                    "cli broken", "--index", loop["index"], "--pipeline", missing)).strip()
+    run = cli(server, env, "experiment", "run", "--query-set", loop["querySet"],
+              "--config", broken, "--judgments", loop["judgment"])
+    assert run.returncode == 1, (run.stdout, run.stderr[-2000:])
+    assert f"ended ERROR: Search pipeline [{missing}]" in run.stderr
+    gate = cli(server, env, "gate", "--baseline", loop["title"], "--candidate", broken,
+               "--query-set", loop["querySet"], "--judgments", loop["judgment"])
+    assert gate.returncode == 2 and "ended ERROR" in gate.stderr
