@@ -48,3 +48,15 @@ def test_an_unknown_model_in_evaluate_is_a_400_naming_it(api: Api) -> None:
                      "Commons (HTTP 400: no "
                      "handler found for uri [/_plugins/_ml/models/1/_predict] and method [POST])",
                 "illegal_argument_exception")
+
+
+@pytest.mark.parametrize("threshold", [{}, "0.5", 2, True])
+def test_a_bad_threshold_is_a_400_for_every_judge(api: Api, threshold: object) -> None:
+    """Was a 500 with the llm judge, which does not use a threshold but took it unchecked."""
+    for judge in ("llm", "token_overlap"):
+        reply = api.srw("POST", "/_evaluate", {
+            "queryText": "wallet", "judge": judge, "modelId": "test-judge",
+            "referenceAnswer": "a wallet", "threshold": threshold,
+            "hits": [{"id": "a", "title": "a wallet"}]})
+        reply.error(400, f"threshold must be a number between 0 and 1, got: {threshold}",
+                    "illegal_argument_exception")

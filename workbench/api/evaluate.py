@@ -111,17 +111,18 @@ def evaluate() -> Response:
         raise BadRequest(f"Unknown judge [{judge}]; use one of: {', '.join(core.JUDGES)}")
     model_id = _string(body, "modelId")
     threshold = body.get("threshold")
+    if threshold is not None and (isinstance(threshold, bool) or not isinstance(
+            threshold, (int, float)) or not 0 <= threshold <= 1):
+        raise BadRequest(f"threshold must be a number between 0 and 1, got: {threshold}")
     if judge == core.LLM_JUDGE:
         if not model_id:
             raise BadRequest("modelId is required for the llm judge")
+        threshold = None  # the model grades; a reference judge's threshold does not apply
     else:
         if not reference or not reference.strip():
             raise BadRequest(f"referenceAnswer is required for the {judge} judge")
         if threshold is None:
             threshold = DEFAULT_THRESHOLDS[judge]
-        if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) \
-                or not 0 <= threshold <= 1:
-            raise BadRequest(f"threshold must be a number between 0 and 1, got: {threshold}")
     debug = body.get("debug", False)
     if not isinstance(debug, bool):
         raise BadRequest("debug must be true or false")
