@@ -102,7 +102,8 @@ def add_commands(sub: Any) -> None:
     erun.add_argument("--experiment", required=True)
     erun.add_argument("--config", help="only this configuration")
     erun.add_argument("--out", required=True,
-                      help="file; with several configurations use {name} or {config} in it")
+                      help="file; with several configurations use {name} or {config} in it, for "
+                           "a hybrid run {variant}")
     erun.add_argument("--topics", help="qid<TAB>text mapping to reuse (e.g. the one the qrels "
                                        "were imported with)")
     erun.add_argument("--topics-out", help="write the qid<TAB>text mapping used")
@@ -270,25 +271,45 @@ def _ended(doc: dict[str, Any], what: str) -> int:
 # exports ------------------------------------------------------------------------------------
 
 def _export_run(client: WorkbenchClient, args: argparse.Namespace) -> int:
+    """One TREC run per configuration (and per hybrid variant: its parameters, since a hybrid
+    run gives every query its own variant ids)."""
     experiment = client.get("experiments", args.experiment)
-    if experiment.get("type") != "POINTWISE_EVALUATION":
-        raise formats.FormatError("runs are exported from POINTWISE_EVALUATION experiments "
-                                  f"(this one is {experiment.get('type')})")
+    kind = experiment.get("type")
+    if kind not in ("POINTWISE_EVALUATION", "HYBRID_OPTIMIZER"):
+        raise formats.FormatError("runs are exported from POINTWISE_EVALUATION and "
+                                  f"HYBRID_OPTIMIZER experiments (this one is {kind})")
     configs = [args.config] if args.config else list(experiment["searchConfigurationList"])
     if len(configs) > 1 and not re.search(r"\{(name|config)\}", args.out):
         raise formats.FormatError("the experiment has several configurations: give --config "
                                   "or put {name} or {config} in --out")
+    if kind == "HYBRID_OPTIMIZER" and "{variant}" not in args.out:
+        raise formats.FormatError("a hybrid experiment has one run per variant: put {variant} "
+                                  "in --out")
     evaluations = client.evaluations(args.experiment)
     qids = _qids(args.topics, (e["searchText"] for e in evaluations))
     for config_id in configs:
         name = client.get("search_configurations", config_id).get("name") or config_id
-        mine = [e for e in evaluations if e.get("searchConfigurationId") == config_id]
-        path = args.out.replace("{config}", config_id).replace(
-            "{name}", re.sub(r"[^\w.-]+", "_", name))
-        Path(path).write_text(formats.run_lines(mine, qids, name))
-        err.print(f"{path}: {len(mine)} queries of {name!r}")
+        variants: dict[str, list[dict[str, Any]]] = {}
+        for e in evaluations:
+            if e.get("searchConfigurationId") == config_id:
+                variants.setdefault(e.get("experimentVariantParameters") or "", []).append(e)
+        for params, mine in sorted(variants.items()):
+            variant = _slug(params)
+            path = (args.out.replace("{config}", config_id).replace("{name}", _slug(name))
+                    .replace("{variant}", variant))
+            tag = f"{name} {variant}" if variant else name
+            Path(path).write_text(formats.run_lines(mine, qids, tag))
+            if not variant:
+                err.print(f"{path}: {len(mine)} queries of {name!r}")
+        if len(variants) > 1 or any(variants):
+            err.print(f"{len(variants)} variant runs of {name!r}")
     _write_topics(args.topics_out, qids)
     return 0
+
+
+def _slug(text: str) -> str:
+    """A file-name- and tag-safe form of a name or of hybrid parameters."""
+    return re.sub(r"[^\w.-]+", "_", text).strip("_")
 
 
 def _export_qrels(client: WorkbenchClient, args: argparse.Namespace) -> int:

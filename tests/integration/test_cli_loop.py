@@ -260,7 +260,7 @@ def test_gate_without_any_matching_judgment_gives_no_verdict(
     assert "no judgment" in result.stderr.splitlines()[-1]
 
 
-def test_experiment_run_pairwise_and_hybrid(server: Server, env: dict[str, str],
+def test_experiment_run_pairwise_and_hybrid(server: Server, env: dict[str, str], api: Api,
                                             loop: dict[str, Any]) -> None:
     pairwise = cli(server, env, "experiment", "run", "--type", "pairwise",
                    "--query-set", loop["querySet"], "--config", loop["title"],
@@ -284,7 +284,27 @@ def test_experiment_run_pairwise_and_hybrid(server: Server, env: dict[str, str],
     experiment_id = result.stderr.split("experiment ", 1)[1].split()[0]
     refused = cli(server, env, "export", "run", "--experiment", experiment_id,
                   "--out", str(loop["tmp"] / "hybrid.run"))
-    assert refused.returncode == 2 and "POINTWISE_EVALUATION" in refused.stderr
+    assert refused.returncode == 2 and "{variant}" in refused.stderr
+    runs = loop["tmp"] / "hybrid-runs"
+    runs.mkdir()
+    exported = cli(server, env, "export", "run", "--experiment", experiment_id,
+                   "--out", str(runs / "{variant}.run"), "--topics-out", str(runs / "topics"))
+    assert "82 variant runs of 'cli hybrid'" in ok(exported) + exported.stderr
+    files = sorted(runs.glob("*.run"))
+    assert len(files) == 82
+    # One variant's file holds exactly the rankings stored for that variant.
+    topics = dict(line.split("\t") for line in (runs / "topics").read_text().splitlines())
+    wanted = "combination=arithmetic_mean, normalization=min_max, weights=0.3;0.7"
+    stored = {e["searchText"]: e["documentIds"] for e in _evaluations(api, experiment_id)
+              if e.get("experimentVariantParameters") == wanted}
+    lines = (runs / "combination_arithmetic_mean_normalization_min_max_weights_0.3_0.7.run"
+             ).read_text().splitlines()
+    got: dict[str, list[str]] = {}
+    for line in lines:
+        qid, _, doc_id, rank, _, _ = line.split()
+        got.setdefault(topics[qid], []).append(doc_id)
+        assert int(rank) == len(got[topics[qid]])
+    assert got == stored and len(stored) == 5
 
 
 def test_a_failed_experiment_exits_1_and_fails_the_gate_with_2(
