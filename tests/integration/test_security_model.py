@@ -25,6 +25,7 @@ from tests.support.api import Api, Reply
 from tests.support.llm_server import LLMServer
 from tests.support.processes import FRONTS, Server, Worker, base_env
 from tests.support.secure_cluster import SecureCluster
+from workbench.config import Config
 from workbench.store.indices import (
     EVALUATION_INDEX,
     EXPERIMENT_INDEX,
@@ -310,7 +311,7 @@ OWN = {"alice": ("wb-sec-a", "wb-sec-b"), "bob": ("wb-sec-b", "wb-sec-a")}
 @pytest.mark.parametrize("user", sorted(OWN))
 def test_every_route_answers_each_user_as_the_cluster_would(
         sec: SecureCluster, sec_server: Server, sec_worker: Worker, llm: LLMServer,
-        user: str) -> None:
+        user: str, env: dict[str, str]) -> None:
     """Every route the workbench answers, and the pass-through, called as ``user``: what the
     user's own permissions allow answers as it would on an open cluster, what they do not is the
     cluster's 403; nothing answers 401 or 5xx. The route table is the app's own, so a new route
@@ -462,7 +463,9 @@ def test_every_route_answers_each_user_as_the_cluster_would(
     call("GET", "pass-through", f"/{other}/_search", expect=403)
     call("POST", "pass-through", f"/{own}/_doc", {"title": "written"}, expect=403)
 
-    routes = {(method, rule.rule) for rule in create_app().url_map.iter_rules()
+    # Built with the session's config: building an app points this process's Celery app at its
+    # config's queue, and later tests queue jobs in process (the scheduler tests).
+    routes = {(method, rule.rule) for rule in create_app(Config.from_env(env)).url_map.iter_rules()
               if rule.endpoint != "proxy.pass_through"
               for method in rule.methods - {"HEAD", "OPTIONS"}}
     assert routes - set(seen) == set(), "routes not exercised as each user"
