@@ -10,7 +10,6 @@ import math
 import pickle
 import socket
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -61,17 +60,6 @@ HITS = [
 ]
 SYSTEM = 'You are an expert search relevance rater.\n\t"Rate" every hit \\ carefully.'
 USER = f"SearchText: red shoes; Hits: {json.dumps(HITS)}"
-
-
-@pytest.fixture(scope="module")
-def llm() -> Iterator[LLMServer]:
-    with LLMServer() as server:
-        yield server
-
-
-@pytest.fixture(autouse=True)
-def _fresh(llm: LLMServer) -> None:
-    llm.reset()
 
 
 def config(**overrides: Any) -> Config:

@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from typing import Any
 
-import pytest
 import urllib3
 
 from tests.support.llm_server import LLMServer, judge
@@ -31,17 +29,6 @@ ENUM_FORMAT = {"type": "json_schema", "json_schema": {"name": "rating_response",
             "id": {"type": "string"},
             "rating_score": {"type": "string", "enum": ["RELEVANT", "IRRELEVANT"]}}}}}}}}
 HTTP = urllib3.PoolManager()
-
-
-@pytest.fixture(scope="module")
-def llm() -> Iterator[LLMServer]:
-    with LLMServer() as server:
-        yield server
-
-
-@pytest.fixture(autouse=True)
-def _fresh(llm: LLMServer) -> None:
-    llm.reset()
 
 
 def openai_call(llm: LLMServer, user: str, system: str = SCORE_SYSTEM,

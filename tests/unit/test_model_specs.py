@@ -5,7 +5,6 @@ encryption of stored API keys. No OpenSearch or Redis."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -23,17 +22,6 @@ from workbench.llm.spec import AZURE_API_VERSION, ModelSpec, SpecError, parse_sp
 KEY = "sk-azure-Hq72LmQ0xPz"
 HITS = [{"id": "idx::1", "source": "red running shoes"}]
 REQUEST = ChatRequest("Rate each hit.", f"SearchText: red shoes; Hits: {json.dumps(HITS)}")
-
-
-@pytest.fixture(scope="module")
-def llm() -> Iterator[LLMServer]:
-    with LLMServer() as server:
-        yield server
-
-
-@pytest.fixture(autouse=True)
-def _fresh(llm: LLMServer) -> None:
-    llm.reset()
 
 
 def config() -> Config:
