@@ -47,5 +47,5 @@ if [ -n "$extras" ] && ! { command -v chromium >/dev/null && command -v chromedr
   say "installing Debian's chromium and chromium-driver (the HTML report test)"
   as_root env DEBIAN_FRONTEND=noninteractive apt-get update -qq >&2 || true
   as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >&2 \
-    || say "could not install chromium; the HTML report test will be skipped"
+    || say "could not install chromium; the HTML report tests will fail"
 fi

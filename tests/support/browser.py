@@ -22,8 +22,10 @@ class Rendered:
 
 
 def require_chromium() -> None:
+    """A failure, not a skip: scripts/test.sh installs them, so their absence is a broken
+    setup that would otherwise let the report test pass without opening anything."""
     if not (Path(CHROMIUM).exists() and Path(CHROMEDRIVER).exists()):
-        pytest.skip("Debian's chromium and chromium-driver are not installed "
+        pytest.fail("Debian's chromium and chromium-driver are not installed "
                     "(scripts/install.sh --dev installs them)")
 
 
