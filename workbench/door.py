@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import logging
 import os
 import re
@@ -188,17 +189,13 @@ def proxy_header(client: socket.socket) -> bytes:
     return f"PROXY {family} {peer[0]} {local[0]} {peer[1]} {local[1]}\r\n".encode()
 
 
-_UNAVAILABLE = envelope(503, "workbench_unavailable_exception",
-                        "the workbench API is not answering")
-
-
-def _unavailable_response() -> bytes:
-    import json
-
-    body = json.dumps(_UNAVAILABLE, separators=(",", ":")).encode()
-    return (b"HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json; "
-            b"charset=UTF-8\r\ncontent-length: %d\r\nconnection: close\r\n\r\n%s"
-            % (len(body), body))
+_UNAVAILABLE_BODY = json.dumps(envelope(503, "workbench_unavailable_exception",
+                                        "the workbench API is not answering"),
+                               separators=(",", ":")).encode()
+# What a client gets when nginx does not answer the door: the nginx front's own 503 envelope.
+UNAVAILABLE = (b"HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json; "
+               b"charset=UTF-8\r\ncontent-length: %d\r\nconnection: close\r\n\r\n%s"
+               % (len(_UNAVAILABLE_BODY), _UNAVAILABLE_BODY))
 
 
 class _Upstream(asyncio.Protocol):
@@ -250,7 +247,7 @@ class _Client(asyncio.Protocol):
                 lambda: _Upstream(self), self.upstream_path)
         except OSError as exc:
             log.warning("the front behind the door is not answering: %s", exc)
-            self.transport.write(_unavailable_response())
+            self.transport.write(UNAVAILABLE)
             self.transport.close()
             return
         if self.closed:
