@@ -22,6 +22,7 @@ from workbench.llm.base import (
     result_with_usage,
     scrub,
 )
+from workbench.llm.pricing import Pricing
 
 # Error codes worth another attempt; everything else from the service is final.
 RETRYABLE_CODES = frozenset({
@@ -43,6 +44,8 @@ class BedrockChatModel:
     ``client`` may be injected (tests use botocore's Stubber); otherwise one client is created on
     first use, with botocore's own retries off so that ours are the only ones.
     """
+
+    pricing: Pricing | None = None  # set by the registry from the model's spec
 
     def __init__(
         self,

@@ -21,6 +21,7 @@ from workbench.llm.base import (
     post_json,
     result_with_usage,
 )
+from workbench.llm.pricing import Pricing
 
 
 class OpenAIChatModel:
@@ -33,6 +34,8 @@ class OpenAIChatModel:
     otherwise as ``Authorization: Bearer``; ``send_model`` False leaves ``model`` out of the
     body (an Azure deployment names its model).
     """
+
+    pricing: Pricing | None = None  # set by the registry from the model's spec
 
     def __init__(
         self,

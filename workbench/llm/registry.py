@@ -19,6 +19,7 @@ from workbench.llm.base import ChatModel
 from workbench.llm.bedrock import BedrockChatModel
 from workbench.llm.mlcommons import MLCommonsModel
 from workbench.llm.openai import OpenAIChatModel
+from workbench.llm.pricing import Pricing
 from workbench.llm.spec import ModelSpec, SpecError, parse_spec
 
 log = logging.getLogger(__name__)
@@ -143,6 +144,7 @@ def ml_models_search_response(registry: Registry, with_runtime: bool = False) ->
 
 def build_model(spec: ModelSpec, config: Config, api_key: str | None = None) -> ChatModel:
     """The client for one model; ``api_key`` is a stored key, already decrypted."""
+    model: BedrockChatModel | OpenAIChatModel
     if spec.provider == "bedrock":
         inference = {"temperature": 0}
         if "temperature" in spec.options:
@@ -151,15 +153,17 @@ def build_model(spec: ModelSpec, config: Config, api_key: str | None = None) -> 
                 inference["temperature"] = spec.options["temperature"]
         if "max_tokens" in spec.options:
             inference["maxTokens"] = spec.options["max_tokens"]
-        return BedrockChatModel(spec.id, spec.wire_model, spec.region, config,
-                                inference=inference)
-    assert spec.endpoint is not None
-    azure = spec.provider == "azure_openai"
-    return OpenAIChatModel(spec.id, spec.endpoint, spec.wire_model, spec.api_key_env, config,
-                           url=spec.chat_url(), api_key=api_key,
-                           key_header="api-key" if azure else "bearer",
-                           send_model=not azure,
-                           body_options=spec.body_options())
+        model = BedrockChatModel(spec.id, spec.wire_model, spec.region, config,
+                                 inference=inference)
+    else:
+        assert spec.endpoint is not None
+        azure = spec.provider == "azure_openai"
+        model = OpenAIChatModel(spec.id, spec.endpoint, spec.wire_model, spec.api_key_env,
+                                config, url=spec.chat_url(), api_key=api_key,
+                                key_header="api-key" if azure else "bearer",
+                                send_model=not azure, body_options=spec.body_options())
+    model.pricing = Pricing.of(spec.pricing)
+    return model
 
 
 def _parse_json(label: str, text: str) -> Any:
