@@ -80,7 +80,10 @@ def test_evaluate_pasted_hits_with_the_llm_rubric(api: Api, llm: LLMServer) -> N
     want = expected_metrics([3, 1, 2, 0], [True, False, True, False], 4)
     assert answer["metrics"] == pytest.approx(want)
     assert answer["usage"]["llmCalls"] == 1 and answer["usage"]["cacheHits"] == 0
-    assert answer["usage"]["inputTokens"] > 0 and answer["usage"]["outputTokens"] > 0
+    usage = answer["usage"]
+    assert usage["inputTokens"] > 0 and usage["outputTokens"] > 0
+    assert usage["totalTokens"] == usage["inputTokens"] + usage["outputTokens"]
+    assert usage["latencyMs"] > 0 and "cost" not in usage
     (request,) = llm.requests
     assert request.response_format["json_schema"]["name"] == "rubric_response"  # type: ignore[index]
     assert "3 = highly relevant" in request.system
@@ -89,7 +92,10 @@ def test_evaluate_pasted_hits_with_the_llm_rubric(api: Api, llm: LLMServer) -> N
 
     again = api.srw("POST", "/_evaluate", body).json
     assert len(llm.requests) == 1  # every grade came from the judgment cache
-    assert again["usage"] == {"inputTokens": 0, "outputTokens": 0, "llmCalls": 0, "cacheHits": 4}
+    latency = again["usage"].pop("latencyMs")
+    assert isinstance(latency, float) and latency >= 0
+    assert again["usage"] == {"inputTokens": 0, "outputTokens": 0, "totalTokens": 0,
+                              "llmCalls": 0, "cacheHits": 4}  # no cost: the model has no prices
     assert [h["rating"] for h in again["hits"]] == [3.0, 1.0, 2.0, 0.0]
     assert all(h["cached"] for h in again["hits"])
     assert [h["justification"] for h in again["hits"]] == [h["justification"] for h in hits]

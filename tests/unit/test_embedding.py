@@ -16,8 +16,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from workbench.judgments import embedding
-from workbench.judgments.embedding import (
+from workbench.judges import embedding
+from workbench.judges.embedding import (
     INSTALL_COMMAND,
     BertConfig,
     BertEncoder,

@@ -1,5 +1,6 @@
-"""Reference judges (workbench.judgments.reference): hand-worked token_overlap cases, the
-thresholds, and the semantic judge on the bundled model."""
+"""Reference judges (workbench.judges.token_overlap, .semantic): hand-worked token_overlap
+cases, the thresholds, several reference answers, and the semantic judge on the bundled
+model."""
 
 from __future__ import annotations
 
@@ -8,15 +9,25 @@ import math
 import numpy as np
 import pytest
 
-from workbench.judgments import embedding
-from workbench.judgments.reference import (
-    DEFAULT_THRESHOLDS,
-    JUDGES,
-    judge,
-    normalise_tokens,
-    semantic_score,
-    token_overlap_score,
-)
+from workbench.judges import embedding, registry, semantic
+from workbench.judges import token_overlap as overlap
+from workbench.judges.base import Hit, OptionError, Query, Setup
+from workbench.judges.registry import UnknownJudge
+from workbench.judges.semantic import semantic_score
+from workbench.judges.token_overlap import normalise_tokens, token_overlap_score
+
+JUDGES = ("token_overlap", "semantic")
+
+
+def judge(name: str, reference: str | list[str], documents: list[str],
+          threshold: float | None = None) -> list[tuple[int, float]]:
+    """``(rating, score)`` per document from the registered judge."""
+    options = {} if threshold is None else {"threshold": threshold}
+    built = registry.create(name, Setup(options))
+    refs = tuple(reference) if isinstance(reference, list) else (reference,)
+    hits = [Hit(str(i), {"text": d}) for i, d in enumerate(documents)]
+    return [(int(v.rating or 0), float(v.score or 0.0))
+            for v in built.judge(Query("q", refs), hits).verdicts]
 
 # --- normalise_tokens -------------------------------------------------------------------------
 
@@ -108,7 +119,7 @@ DOCUMENTS = ["red running shoes", "blue running shoes", "red sandals"]  # 1.0, 2
 
 
 def test_token_overlap_ratings_use_the_default_threshold_of_one_half():
-    assert DEFAULT_THRESHOLDS["token_overlap"] == 0.5
+    assert overlap.DEFAULT_THRESHOLD == 0.5
     results = judge("token_overlap", "red running shoes", DOCUMENTS)
     assert [rating for rating, _ in results] == [1, 1, 0]
     assert [score for _, score in results] == pytest.approx([1.0, 2 / 3, 1 / 3])
@@ -123,19 +134,29 @@ def test_a_given_threshold_replaces_the_default_and_is_inclusive():
 
 
 def test_unknown_judge_is_refused_with_the_list_of_judges():
-    with pytest.raises(ValueError, match="unknown reference judge 'bm25'") as info:
+    with pytest.raises(UnknownJudge, match=r"Unknown judge \[bm25\]") as info:
         judge("bm25", "ref", ["doc"])
     for name in JUDGES:
         assert name in str(info.value)
 
 
 def test_non_finite_threshold_is_refused():
-    with pytest.raises(ValueError, match="finite"):
+    with pytest.raises(OptionError, match="between 0 and 1, got: nan") as info:
         judge("token_overlap", "ref", ["doc"], math.nan)
+    assert info.value.option == "threshold"
 
 
 def test_every_judge_has_a_default_threshold():
-    assert set(DEFAULT_THRESHOLDS) == set(JUDGES) == {"token_overlap", "semantic"}
+    assert overlap.DEFAULT_THRESHOLD == semantic.DEFAULT_THRESHOLD == 0.5
+
+
+def test_a_hit_takes_the_best_of_several_reference_answers():
+    results = judge("token_overlap", ["leather wallet", "red running shoes"], DOCUMENTS)
+    assert results == [(1, 1.0), (1, pytest.approx(2 / 3)), (0, pytest.approx(1 / 3))]
+    built = registry.create("token_overlap", Setup({}))
+    verdicts = built.judge(Query("q", ("red sandals", "red running shoes")),
+                           [Hit("a", {"t": "red running shoes"}), Hit("b", {"t": "blue hat"})])
+    assert [v.reference for v in verdicts.verdicts] == [1, None]
 
 
 def test_no_documents_give_no_ratings():

@@ -11,6 +11,7 @@ import numpy as np
 from flask import Blueprint, Response, request
 from opensearchpy.exceptions import ConflictError
 
+from workbench import agreement
 from workbench.api import caller, json_body, json_response, services
 from workbench.api.srw import (
     cancel_if_running,
@@ -26,7 +27,7 @@ from workbench.errors import BadRequest, Conflict, NotFound
 from workbench.javafmt import double_to_string
 from workbench.jobs.control import forget_cancel
 from workbench.jobs.queue import QueueUnavailable, enqueue
-from workbench.judgments import agreement, summary
+from workbench.judgments import summary
 from workbench.judgments.create import new_judgment
 from workbench.metrics import relevance_threshold
 from workbench.store.indices import JUDGMENT_INDEX

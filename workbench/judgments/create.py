@@ -13,7 +13,11 @@ from typing import Any
 from opensearchpy import OpenSearch
 
 from workbench.errors import BadRequest, NotFound
-from workbench.judgments import imported, llm_prompt, reference
+from workbench.judges import llm as llm_judge
+from workbench.judges import registry
+from workbench.judges.base import OptionError, Setup
+from workbench.judges.registry import BrokenJudge, UnknownJudge
+from workbench.judgments import imported, llm_prompt
 from workbench.judgments.ubi import CLICK_MODELS
 from workbench.querysets.entries import read_entries
 from workbench.schemas.numbers import MAX_RESULT_WINDOW, bounded_int
@@ -218,29 +222,44 @@ def _ubi_metadata(client: OpenSearch, body: dict[str, Any]) -> dict[str, Any]:
 
 
 def _reference_metadata(client: OpenSearch, body: dict[str, Any]) -> dict[str, Any]:
-    judge = body.get("judge")
-    if judge is None:
+    judge_name = body.get("judge")
+    if judge_name is None:
         raise BadRequest("judge is required for REFERENCE_JUDGMENT")
-    if judge not in reference.JUDGES:
-        raise BadRequest(f"Unknown judge [{judge}]; use one of: {', '.join(reference.JUDGES)}")
-    threshold = body.get("threshold", reference.DEFAULT_THRESHOLDS[judge])
-    if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) \
-            or not 0 <= threshold <= 1:
-        raise BadRequest(f"threshold must be a number between 0 and 1, got: {threshold}")
+    options = body.get("judgeOptions", {})
+    if not isinstance(options, dict):
+        raise BadRequest("judgeOptions must be an object")
+    options = dict(options)
+    if body.get("threshold") is not None:
+        options.setdefault("threshold", body["threshold"])
+    choices = [name for name in registry.names() if name != llm_judge.NAME]
+    if judge_name not in choices:
+        # An LLM builds its lists with LLM_JUDGMENT, with the plugin's prompt and scale.
+        raise BadRequest(str(UnknownJudge(judge_name, choices)))
+    try:
+        judge = registry.create(judge_name, Setup(options))
+    except (UnknownJudge, OptionError, BrokenJudge) as exc:
+        raise BadRequest(str(exc)) from exc
     size = _positive_int(body, "size", 10)
     context_fields = _string_list(body, "contextFields")
     query_set = referenced(client, QUERY_SET_INDEX, body.get("querySetId"), "QuerySet")
     missing = sum(1 for e in read_entries(query_set) if not e.reference_answer)
-    if missing:
+    if missing and judge.needs_reference:
         raise BadRequest(f"QuerySet [{body['querySetId']}] has {missing} queries without a "
-                         f"referenceAnswer; the {judge} judge compares results with it")
+                         f"referenceAnswer; the {judge_name} judge compares results with it")
     config_ids = body.get("searchConfigurationList")
     if not isinstance(config_ids, list) or not config_ids:
         raise BadRequest("searchConfigurationList is required for REFERENCE_JUDGMENT")
     for config_id in config_ids:
         referenced(client, SEARCH_CONFIG_INDEX, config_id, "SearchConfiguration")
-    return {"judge": judge, "threshold": float(threshold), "querySetId": body["querySetId"],
-            "searchConfigurationList": config_ids, "size": size, "contextFields": context_fields}
+    out: dict[str, Any] = {"judge": judge_name}
+    threshold = getattr(judge, "threshold", None)
+    if isinstance(threshold, (int, float)) and not isinstance(threshold, bool):
+        out["threshold"] = float(threshold)
+    options.pop("threshold", None)
+    if options:
+        out["judgeOptions"] = options
+    return {**out, "querySetId": body["querySetId"], "searchConfigurationList": config_ids,
+            "size": size, "contextFields": context_fields}
 
 
 def new_judgment(client: OpenSearch, body: dict[str, Any]) -> dict[str, Any]:

@@ -1,38 +1,28 @@
-"""Reference judges: rate a document 0/1 by comparing it with a query's ``referenceAnswer``.
+"""The ``token_overlap`` judge: a hit is relevant when enough of a reference answer's words are
+in it. Cheap, deterministic, no model; for query sets whose entries carry reference answers.
 
-Two judges, both cheap and deterministic, for query sets whose entries carry the expected
-answer:
-
-- ``token_overlap``: the share of the reference's words that the document contains, with
-  lenient word matching (see ``token_overlap_score``).
-- ``semantic``: the cosine similarity of the two texts' all-MiniLM-L6-v2 sentence embeddings
-  (``workbench.judgments.embedding``), which also credits paraphrases.
-
-A document is relevant (rating 1) when its score reaches the judge's threshold.
+The score of a hit is the best score over the query's reference answers (the hit is credited
+with the one it matches best); a hit is relevant (rating 1) when that score reaches
+``threshold``.
 """
 
 from __future__ import annotations
 
-import math
 import re
 import sys
 import unicodedata
 from collections.abc import Sequence
+from dataclasses import dataclass
 from functools import cache
 
-import numpy as np
+from workbench.judges.base import Hit, Judged, Query, Setup, Verdict, check_options, number_option
 
-JUDGES = ("token_overlap", "semantic")
-
-# token_overlap 0.5: at least half of the reference's distinct words must appear in the
-# document. References are short answers (typically 2-8 words), so requiring all of them (1.0)
-# fails a correct document over one missing filler word, while anything below one half lets a
-# document that shares only incidental words ("the", "for", a brand) pass.
-# semantic 0.5: with all-MiniLM-L6-v2, texts on unrelated subjects score about 0.0-0.2 and the
-# same subject in other words about 0.6-0.9 (the sentence-transformers quickstart gives 0.67 for
-# "The weather is lovely today." / "It's so sunny outside!" and 0.10 against "He drove to the
-# stadium."); 0.5 sits between the two groups, on the side that needs the same topic.
-DEFAULT_THRESHOLDS: dict[str, float] = {"token_overlap": 0.5, "semantic": 0.5}
+NAME = "token_overlap"
+# At least half of the reference's distinct words must appear in the document. References are
+# short answers (typically 2-8 words), so requiring all of them (1.0) fails a correct document
+# over one missing filler word, while anything below one half lets a document that shares only
+# incidental words ("the", "for", a brand) pass.
+DEFAULT_THRESHOLD = 0.5
 
 # Shorter tokens only ever match exactly: "a" or "tv" would otherwise be found inside most
 # documents.
@@ -112,36 +102,37 @@ def token_overlap_score(reference: str, document: str) -> float:
     return found / len(distinct_reference)
 
 
-def semantic_score(reference: str, documents: Sequence[str]) -> list[float]:
-    """The cosine similarity (-1.0 to 1.0) between the reference's embedding and each
-    document's, in the documents' order.
 
-    Embeddings are all-MiniLM-L6-v2's (unit length, so the cosine is a dot product), which reads
-    at most 256 word pieces of a text: the rest of a long document is not seen. The model is
-    loaded on first use; ``EmbeddingModelMissing`` says how to install it when it is absent.
-    """
-    if not documents:
-        return []
-    from workbench.judgments.embedding import model  # numpy model, loaded only when needed
-
-    vectors = model().encode([reference, *documents])
-    similarities = np.clip(vectors[1:] @ vectors[0], -1.0, 1.0)
-    return [float(s) for s in similarities]
+def best_reference(scores: Sequence[float]) -> tuple[float, int | None]:
+    """The highest score and the index of the reference that gave it (the first on ties);
+    ``(0.0, None)`` without references."""
+    if not scores:
+        return 0.0, None
+    best = max(range(len(scores)), key=lambda i: (scores[i], -i))
+    return float(scores[best]), best
 
 
-def judge(
-    name: str, reference: str, documents: Sequence[str], threshold: float | None = None
-) -> list[tuple[int, float]]:
-    """``(rating, score)`` per document, in order: rating 1 when the judge's score is at least
-    ``threshold`` (the judge's ``DEFAULT_THRESHOLDS`` entry when None), else 0."""
-    if name not in JUDGES:
-        raise ValueError(f"unknown reference judge {name!r}; the judges are {', '.join(JUDGES)}")
-    if threshold is None:
-        threshold = DEFAULT_THRESHOLDS[name]
-    elif isinstance(threshold, bool) or not math.isfinite(threshold):
-        raise ValueError(f"threshold must be a finite number, not {threshold!r}")
-    if name == "token_overlap":
-        scores = [token_overlap_score(reference, document) for document in documents]
-    else:
-        scores = semantic_score(reference, documents)
-    return [(1 if score >= threshold else 0, score) for score in scores]
+@dataclass(frozen=True)
+class TokenOverlapJudge:
+    threshold: float = DEFAULT_THRESHOLD
+    name: str = NAME
+    needs_reference: bool = True
+
+    def judge(self, query: Query, hits: Sequence[Hit]) -> Judged:
+        verdicts = []
+        for hit in hits:
+            text = hit.text()
+            score, index = best_reference(
+                [token_overlap_score(reference, text) for reference in query.references])
+            relevant = score >= self.threshold
+            verdicts.append(Verdict(1.0 if relevant else 0.0, relevant, score=score,
+                                    reference=index if relevant else None))
+        return Judged(verdicts)
+
+
+OPTIONS = ("threshold",)
+
+
+def build(setup: Setup) -> TokenOverlapJudge:
+    check_options(setup, OPTIONS, NAME)
+    return TokenOverlapJudge(number_option(setup, "threshold", DEFAULT_THRESHOLD, 0.0, 1.0))

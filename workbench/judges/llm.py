@@ -1,0 +1,171 @@
+"""The ``llm`` judge: a model grades each hit with a rubric (``workbench.judges.rubric``).
+
+Hits are sent in batches of ``BATCH`` per call, with up to ``WORKBENCH_LLM_CONCURRENCY`` calls at
+once. Every grade goes through the judgment cache like every LLM rating, keyed by the query (and
+its reference answers), the hit's id and content, the model and the rubric's prompt, so asking
+again costs nothing. A batch is asked with structured output first, then once without it; a
+model that fails both ways fails the judge (``JudgeFailed``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+from workbench.judges.base import (
+    Hit,
+    Judged,
+    JudgeFailed,
+    OptionError,
+    Query,
+    Setup,
+    Usage,
+    Verdict,
+    check_options,
+    number_option,
+)
+from workbench.judges.rubric import RUBRICS, Grade, Rubric
+from workbench.judgments.llm_parse import ParseFailure
+from workbench.llm.base import ChatModel, ChatRequest, LLMError
+from workbench.llm.mlcommons import UnknownModel
+from workbench.llm.pricing import pricing_of
+from workbench.llm.registry import resolve
+from workbench.store.identity import carry
+from workbench.store.judgment_cache import CacheKey, JudgmentCache, prompt_code
+
+NAME = "llm"
+BATCH = 20  # hits per call
+# ``threshold`` is accepted (and checked) for requests written for every judge alike, but the
+# model's grade decides relevance.
+OPTIONS = ("modelId", "scale", "threshold")
+
+
+def cache_key(query: Query, source: str, hit: Hit, model_id: str, prompt: str) -> CacheKey:
+    """The judgment cache key of one grade (see the module docstring)."""
+    text = query.text
+    if query.references:
+        refs: Any = query.references[0] if len(query.references) == 1 else list(query.references)
+        text += "#" + json.dumps({"referenceAnswer": refs}, ensure_ascii=False,
+                                 separators=(",", ":"))
+    digest = hashlib.sha1(hit.content().encode()).hexdigest()[:16]
+    return CacheKey(text, f"{source}::{hit.id}::{digest}", tuple(sorted(hit.fields)),
+                    model_id, prompt)
+
+
+@dataclass
+class LLMJudge:
+    model_id: str
+    rubric: Rubric
+    services: Any
+    source: str = "hits"
+    debug: bool = False
+    name: str = NAME
+    needs_reference: bool = False
+    _trace: list[dict[str, Any]] = field(default_factory=list)
+
+    def judge(self, query: Query, hits: Sequence[Hit]) -> Judged:
+        svc = self.services
+        model = resolve(self.model_id, svc.config, svc.models)
+        cache = JudgmentCache(svc.client)
+        prompt = prompt_code(self.rubric.system_prompt, self.rubric.code)
+        keys = [cache_key(query, self.source, hit, self.model_id, prompt) for hit in hits]
+        usage = Usage()
+        grades: dict[str, Grade] = {}
+        from_cache: set[str] = set()
+        cached = cache.entries(keys)
+        for hit, key in zip(hits, keys, strict=True):
+            entry = cached.get(key)
+            if entry is not None:
+                grades[hit.id] = Grade(int(float(entry["rating"])), entry.get("confidence"),
+                                       str(entry.get("rationale") or ""))
+                from_cache.add(hit.id)
+        usage.cache_hits = len(from_cache)
+        todo = [hit for hit in hits if hit.id not in grades]
+        batches = [todo[i:i + BATCH] for i in range(0, len(todo), BATCH)]
+        if batches:
+            workers = min(len(batches), svc.config.llm_concurrency)
+            with ThreadPoolExecutor(workers) as pool:
+                answers = list(pool.map(carry(lambda b: self._grade(model, query, b)), batches))
+            fresh: dict[CacheKey, dict[str, Any]] = {}
+            for batch, (graded, spent) in zip(batches, answers, strict=True):
+                usage.add(spent)
+                for hit in batch:
+                    grade = graded.get(hit.id)
+                    if grade is None:
+                        continue
+                    grades[hit.id] = grade
+                    fresh[keys[hits.index(hit)]] = {"rating": str(grade.grade),
+                                                    "rationale": grade.justification,
+                                                    "confidence": grade.confidence}
+            cache.store(fresh)
+        prices = pricing_of(model)
+        if prices is not None:
+            usage.cost = prices.cost(usage.input_tokens, usage.output_tokens)
+        verdicts = []
+        for hit in hits:
+            grade = grades.get(hit.id)
+            if grade is None:
+                verdicts.append(Verdict(None, False,
+                                        rationale="the model did not rate this result"))
+            else:
+                verdicts.append(Verdict(float(grade.grade), self.rubric.relevant(grade.grade),
+                                        confidence=grade.confidence,
+                                        rationale=grade.justification,
+                                        cached=hit.id in from_cache))
+        return Judged(verdicts, usage, list(self._trace))
+
+    def _grade(self, model: ChatModel, query: Query,
+               batch: list[Hit]) -> tuple[dict[str, Grade], Usage]:
+        usage = Usage()
+        user = self.rubric.user_prompt(query.text, query.references,
+                                       [(hit.id, hit.content()) for hit in batch])
+        allowed = {hit.id for hit in batch}
+        reason = "no usable answer"
+        for response_format in (self.rubric.response_format(), None):
+            started = time.perf_counter()
+            try:
+                result = model.chat(ChatRequest(self.rubric.system_prompt, user,
+                                                response_format))
+            except UnknownModel:
+                raise  # not the LLM failing: the request named no model (a 400)
+            except LLMError as exc:
+                usage.calls += 1
+                usage.latency_ms += (time.perf_counter() - started) * 1000
+                reason = exc.reason
+                continue
+            usage.calls += 1
+            usage.latency_ms += (time.perf_counter() - started) * 1000
+            usage.input_tokens += result.input_tokens
+            usage.output_tokens += result.output_tokens
+            if self.debug:
+                self._trace.append({"structured": response_format is not None, "user": user,
+                                    "answer": result.text})
+            try:
+                grades = self.rubric.parse(result.text, allowed)
+            except ParseFailure as exc:
+                reason = str(exc)
+                continue
+            if grades:
+                return grades, usage
+            reason = "the answer rated none of the results"
+        raise JudgeFailed(f"LLM [{model.model_id}] failed: {reason}")
+
+
+def build(setup: Setup) -> LLMJudge:
+    check_options(setup, OPTIONS, NAME)
+    number_option(setup, "threshold", 0.5, 0.0, 1.0)
+    model_id = setup.options.get("modelId")
+    if model_id is None or (isinstance(model_id, str) and not model_id.strip()):
+        raise OptionError("modelId", "modelId is required for the llm judge")
+    if not isinstance(model_id, str):
+        raise OptionError("modelId", "Field 'modelId' must be a string")
+    scale = setup.options.get("scale", "0-3")
+    if scale not in RUBRICS:
+        raise OptionError("scale", f"scale must be one of: {', '.join(RUBRICS)}, "
+                                   f"got: {json.dumps(scale, default=str)}")
+    return LLMJudge(model_id, RUBRICS[scale], setup.services, setup.source, setup.debug)

@@ -1,0 +1,128 @@
+"""Graded rubrics an LLM judge applies: the scale, the instructions, the structured answer it
+must give and how that answer is read.
+
+``CHECKLIST_0_3`` is the workbench's own: a 0-3 checklist with a confidence between 0 and 1 and
+a one-sentence justification per result; 2 and 3 count as relevant.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from workbench.judges.base import Scale
+from workbench.judgments.llm_parse import rating_elements
+
+CHECKLIST_TEXT = """You are an expert search relevance assessor. For the search query and each \
+numbered result, work through this checklist:
+1. Intent: does the result serve what the searcher is looking for (the main product, topic \
+or answer)?
+2. Constraints: does it satisfy the explicit attributes of the query (type, brand, colour, \
+size, audience, quantity...)? A result that violates one is at best partially relevant.
+3. Reference: when a reference answer is given, does the result agree with it?
+4. Usefulness: would the searcher be satisfied to see this result for this query?
+
+Then grade each result:
+3 = highly relevant: matches the intent and every constraint.
+2 = moderately relevant: matches the intent, misses or is unclear on a minor constraint.
+1 = partially relevant: related (same category, accessory, substitute) but not what was asked.
+0 = not relevant.
+
+Give your confidence in the grade between 0 and 1, and a one-sentence justification that names \
+the deciding checklist item. Rate EVERY result. Answer ONLY with a JSON object of the form \
+{"ratings": [{"id": "<result id>", "grade": <0-3>, "confidence": <0-1>, \
+"justification": "<one sentence>"}]} and nothing else."""
+
+
+
+@dataclass(frozen=True)
+class Grade:
+    grade: int
+    confidence: float | None
+    justification: str
+
+
+@dataclass(frozen=True)
+class Rubric:
+    """One rubric: ``code`` names it in the judgment cache key (with the prompt), ``scale`` its
+    grades, ``confidence`` the range a confidence must fall in to be kept."""
+
+    code: str
+    scale: Scale
+    system_prompt: str
+    confidence: tuple[float, float] = (0.0, 1.0)
+
+    def relevant(self, grade: int) -> bool:
+        return grade >= self.scale.relevant_from
+
+    def response_format(self) -> dict[str, Any]:
+        """The json_schema structured answer: ``{"ratings": [{id, grade, confidence,
+        justification}]}``."""
+        item = {
+            "type": "object",
+            "properties": {
+                "id": {"type": "string"},
+                "grade": {"type": "integer", "enum": self.scale.grades()},
+                "confidence": {"type": "number"},
+                "justification": {"type": "string"},
+            },
+            "required": ["id", "grade", "confidence", "justification"],
+            "additionalProperties": False,
+        }
+        return {"type": "json_schema", "json_schema": {
+            "name": "rubric_response", "strict": True,
+            "schema": {"type": "object",
+                       "properties": {"ratings": {"type": "array", "items": item}},
+                       "required": ["ratings"], "additionalProperties": False}}}
+
+    def user_prompt(self, query: str, references: Sequence[str],
+                    results: list[tuple[str, str]]) -> str:
+        """The query, its reference answers if any and the results as a JSON array."""
+        lines = [f"Query: {query}"]
+        if len(references) == 1:
+            lines.append(f"Reference answer: {references[0]}")
+        elif references:
+            lines.append("Reference answers (a result agreeing with any of them is right): "
+                         + json.dumps(list(references), ensure_ascii=False))
+        lines.append("Results: " + json.dumps([{"id": i, "content": c} for i, c in results],
+                                              ensure_ascii=False))
+        return "\n".join(lines)
+
+    def parse(self, text: str, allowed_ids: set[str]) -> dict[str, Grade]:
+        """The grade of each result the model rated; ids it was not asked about are dropped,
+        grades off the scale are refused, a confidence out of range is dropped. Raises
+        ``ParseFailure`` when no JSON ratings can be found."""
+        grades = set(self.scale.grades())
+        low, high = self.confidence
+        out: dict[str, Grade] = {}
+        for element in rating_elements(text):
+            if not isinstance(element, dict):
+                continue
+            doc_id = str(element.get("id", ""))
+            if doc_id not in allowed_ids:
+                continue
+            raw = element.get("grade", element.get("rating", element.get("rating_score")))
+            if isinstance(raw, bool) or not isinstance(raw, (int, float)) \
+                    or not math.isfinite(raw) or raw not in grades:
+                continue
+            confidence = element.get("confidence")
+            if isinstance(confidence, bool) or not isinstance(confidence, (int, float)) \
+                    or not low <= confidence <= high:
+                confidence = None
+            justification = element.get("justification") or ""
+            out[doc_id] = Grade(int(raw), None if confidence is None else float(confidence),
+                                str(justification).strip())
+        return out
+
+
+CHECKLIST_0_3 = Rubric(
+    code="RUBRIC0_3",
+    scale=Scale("0-3", 0, 3, 2, {3: "highly relevant", 2: "moderately relevant",
+                                 1: "partially relevant", 0: "not relevant"}),
+    system_prompt=CHECKLIST_TEXT,
+)
+
+RUBRICS: dict[str, Rubric] = {CHECKLIST_0_3.scale.name: CHECKLIST_0_3}
