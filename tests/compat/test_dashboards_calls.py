@@ -249,6 +249,15 @@ def test_the_whole_dashboards_journey(api: Api, worker: Worker, llm: LLMServer,
                 "documentIds"} <= set(source)
         assert {m["metric"] for m in source["metrics"]} >= {"NDCG@10", "Precision@10",
                                                              "MAP@10", "Coverage@10"}
+        # The view's columns and summary follow the first result's metrics in order: the
+        # plugin's seven as the plugin writes them, then the workbench's HitRate@10. The
+        # scripted fields (metric_NDCG, metric_MAP, ...) each find one metric by its prefix.
+        names = [m["metric"] for m in source["metrics"]]
+        assert names == ["Coverage@10", "Precision@10", "Recall@10", "MAP@10", "MRR",
+                         "DCG@10", "NDCG@10", "HitRate@10"]
+        for prefix in ("NDCG@", "MAP@", "Precision@", "Coverage@"):
+            assert [n for n in names if n.startswith(prefix)] == [prefix + "10"]
+        assert all(isinstance(m["value"], float | int) for m in source["metrics"])
     variants = osd(api, "POST", "/search-relevance-experiment-variant/_search",
                    {"query": {"match": {"experimentId": pointwise_id}}},
                    params={"size": "100"})["hits"]["hits"]

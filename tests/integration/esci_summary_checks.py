@@ -23,7 +23,7 @@ from tests.support.api import Api
 
 K = 10
 METRICS = [f"Coverage@{K}", f"Precision@{K}", f"Recall@{K}", f"MAP@{K}", "MRR", f"DCG@{K}",
-           f"NDCG@{K}"]
+           f"NDCG@{K}", f"HitRate@{K}"]
 EVALUATIONS = "search-relevance-evaluation-result"
 
 
@@ -41,6 +41,16 @@ def check_describe(figures: dict[str, Any], values: np.ndarray) -> None:
     assert figures["sd"] == pytest.approx(values.std(ddof=1), abs=1e-12)
     low, high = stats.t.interval(0.95, n - 1, loc=values.mean(), scale=stats.sem(values))
     assert figures["ci95"] == pytest.approx([low, high], abs=1e-12)
+
+
+def check_tie(comparison: dict[str, Any]) -> None:
+    """No difference on any query: every test says so without a statistic that needs variance
+    (scipy answers NaN there; the summary None, and p = 1)."""
+    assert comparison["tTest"] == {"statistic": None, "pValue": 1.0}
+    assert comparison["wilcoxon"]["pValue"] == 1.0
+    assert comparison["randomization"]["pValue"] == 1.0
+    assert comparison["effectSize"]["cohensD"] is None and comparison["significant"] is False
+    assert all(p["delta"] == 0 for p in comparison["perQuery"])
 
 
 def sign_flip_p(deltas: np.ndarray, rounds: int = 20_000) -> float:
@@ -125,6 +135,9 @@ def check_pointwise_summary(api: Api, experiment_id: str, esci: dict[str, Any],
         assert comparison["meanDelta"] == pytest.approx(deltas.mean(), abs=1e-12)
         assert (comparison["wins"], comparison["losses"], comparison["ties"]) == (
             int((deltas > 0).sum()), int((deltas < 0).sum()), int((deltas == 0).sum()))
+        if not deltas.any():  # the same on every query (HitRate@10 here): a tie, p = 1
+            check_tie(comparison)
+            continue
         t = stats.ttest_rel(cand, base)
         assert comparison["tTest"]["statistic"] == pytest.approx(t.statistic, rel=1e-6)
         assert comparison["tTest"]["pValue"] == pytest.approx(t.pvalue, rel=1e-6)

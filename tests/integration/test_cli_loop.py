@@ -167,6 +167,7 @@ def test_experiment_run_prints_the_summary_and_exports_match_ir_measures(
                  "--judgments", loop["judgment"], "--size", str(K))
     table = ok(result)
     assert "cli title" in table and "cli description" in table and f"NDCG@{K}" in table
+    assert f"HitRate@{K}" in table
     experiment_id = result.stderr.split("experiment ", 1)[1].split()[0]
     summary = json.loads(ok(cli(server, env, "experiment", "summary", experiment_id, "--json")))
     assert summary["experimentId"] == experiment_id and summary["status"] == "COMPLETED"
@@ -232,6 +233,10 @@ def test_gate_passes_a_tie(server: Server, env: dict[str, str], loop: dict[str, 
     again = cli(server, env, "gate", "--baseline", loop["title"],
                 "--candidate", loop["title_again"], "--experiment", experiment_id)
     assert again.returncode == 0 and again.stdout == result.stdout
+    hits = cli(server, env, "gate", "--baseline", loop["title"], "--candidate",
+               loop["title_again"], "--experiment", experiment_id, "--metric", "HitRate@10")
+    assert hits.returncode == 0, (hits.stdout, hits.stderr[-2000:])
+    assert hits.stdout.startswith("workbench gate PASS: HitRate@10 did not drop (delta +0.0000)")
 
 
 def test_gate_usage_and_infrastructure_errors_exit_2(server: Server, env: dict[str, str],

@@ -126,7 +126,8 @@ def test_pointwise_reproduces_the_worked_example(api: Api, world: dict[str, Any]
         {"metric": "Coverage@3", "value": 0.67}, {"metric": "Precision@3", "value": 0.33},
         {"metric": "Recall@3", "value": 1.0}, {"metric": "MAP@3", "value": 0.5},
         {"metric": "MRR", "value": 0.5}, {"metric": "DCG@3", "value": 5.42},
-        {"metric": "NDCG@3", "value": 0.58}]
+        {"metric": "NDCG@3", "value": 0.58},
+        {"metric": "HitRate@3", "value": 1.0}]  # the workbench's own, after the plugin's seven
     assert isinstance(result["took"], int) and "scheduledRunId" not in result
 
     variants = {v["id"]: v for v in by_experiment(direct, VARIANTS, experiment_id)}
@@ -141,6 +142,29 @@ def test_pointwise_reproduces_the_worked_example(api: Api, world: dict[str, Any]
     count = "experiment_pointwise_evaluation_executions"
     assert after["all_nodes"]["experiments"][count] == \
         before["all_nodes"]["experiments"][count] + 1
+
+
+@pytest.mark.parametrize(("size", "hit"), [(1, 0.0), (2, 1.0)])
+def test_pointwise_hit_rate_looks_at_the_top_k_only(api: Api, world: dict[str, Any],
+                                                    direct: OpenSearch, size: int,
+                                                    hit: float) -> None:
+    """By rank the list is b, a, y and only a (rank 2) is relevant: b (rating 1) is below T = 3.
+    HitRate@1 is 0 and HitRate@2 is 1; the summary averages over both queries (no hits: 0)."""
+    experiment_id = create(api, pointwise(world, size=size))
+    assert wait(api, f"/experiments/{experiment_id}")["status"] == "COMPLETED"
+    (result,) = by_experiment(direct, EVALUATIONS, experiment_id)
+    assert result["documentIds"] == ["b", "a"][:size]
+    metrics = {m["metric"]: m["value"] for m in result["metrics"]}
+    assert list(metrics)[-1] == f"HitRate@{size}"
+    assert metrics[f"HitRate@{size}"] == hit and metrics["MRR"] == hit / 2
+
+    reply = api.srw("GET", f"/experiments/{experiment_id}/_summary",
+                    params={"metric": f"HitRate@{size}"})
+    assert reply.status == 200, reply.data
+    summary = reply.json
+    assert summary["metric"] == f"HitRate@{size}"
+    figures = summary["configurations"][0]["metrics"][f"HitRate@{size}"]
+    assert (figures["n"], figures["mean"]) == (2, hit / 2)
 
 
 def test_pairwise_snapshots_and_metrics(api: Api, world: dict[str, Any]) -> None:
@@ -208,6 +232,10 @@ def test_hybrid_optimizer_without_neural_search(api: Api, world: dict[str, Any],
     assert variant["parameters"] == {"normalization": "min_max",
                                      "combination": "arithmetic_mean", "weights": [0.3, 0.7]}
     assert variant["results"] == {"evaluationResultId": chosen["id"]}
+    # Only a (rating 3) is relevant (T = 3), so the variant hits when a is in its top 3.
+    assert [m["metric"] for m in chosen["metrics"]] == [
+        "Coverage@3", "Precision@3", "Recall@3", "MAP@3", "MRR", "DCG@3", "NDCG@3", "HitRate@3"]
+    assert chosen["metrics"][-1]["value"] == (1.0 if "a" in expected else 0.0)
 
 
 def test_a_failing_hybrid_search_fails_only_its_variants(api: Api, world: dict[str, Any],

@@ -54,9 +54,13 @@ def test_summary_of_two_configurations(api: Api, world: dict[str, Any],  # noqa:
         assert row["metrics"]["NDCG@3"]["mean"] == pytest.approx(ndcg / 2)  # no hits: 0
         assert row["metrics"]["NDCG@3"]["median"] == pytest.approx(ndcg / 2)
         assert row["metrics"]["NDCG@3"]["n"] == 2
+        # a (the only relevant document) is second in both lists: a hit for "worked" only.
+        assert stored[(row["searchConfigurationId"], "worked")]["HitRate@3"] == 1.0
+        assert row["metrics"]["HitRate@3"]["mean"] == 0.5
     assert summary["warnings"] == []
     comparisons = summary["comparisons"]
-    assert len(comparisons) == 7 and comparisons[0]["metric"] == "NDCG@3"
+    assert len(comparisons) == 8 and comparisons[0]["metric"] == "NDCG@3"
+    assert comparisons[-1]["metric"] == "HitRate@3"
     first = comparisons[0]
     assert (first["baseline"], first["candidate"]) == (world["by_rank"], world["by_price"])
     assert [p["query"] for p in first["perQuery"]] == ["worked", "nothing matches this"]
@@ -128,7 +132,7 @@ def test_reports(api: Api, compared: str, tmp_path: Path) -> None:
     rows = api.srw("GET", f"/experiments/{compared}/_report", params={"format": "csv"})
     assert rows.status == 200 and rows.headers["Content-Type"].startswith("text/csv")
     table = list(csv.DictReader(io.StringIO(rows.text)))
-    assert len(table) == 2 * 2 * 7  # queries x configurations x metrics
+    assert len(table) == 2 * 2 * 8  # queries x configurations x metrics (seven and HitRate@3)
     assert {r["value"] for r in table if r["query"] == "nothing matches this"} == {"0.0"}
 
     page = api.srw("GET", f"/experiments/{compared}/_report", params={"format": "html"})

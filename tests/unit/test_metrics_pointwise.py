@@ -16,7 +16,9 @@ from workbench.metrics import (
     dcg,
     evaluate,
     evaluate_many,
+    hit_rate,
     ndcg,
+    plugin_metric_names,
     pointwise_names,
     precision,
     recall,
@@ -46,6 +48,7 @@ def test_worked_example_rounds_to_the_contract_values() -> None:
         ("MRR", 0.5),
         ("DCG@3", 5.42),
         ("NDCG@3", 0.58),
+        ("HitRate@3", 1.0),  # the workbench's own, after the plugin's seven: a (rank 2) is relevant
     ]
 
 
@@ -62,6 +65,7 @@ def test_worked_example_unrounded_values() -> None:
         "MRR": 0.5,
         "DCG@3": dcg3,
         "NDCG@3": dcg3 / idcg3,
+        "HitRate@3": 1.0,
     }
     assert values == pytest.approx(expected, rel=1e-12)
     assert values["DCG@3"] == pytest.approx(5.4165, abs=1e-4)
@@ -76,6 +80,12 @@ def test_ndcg_uses_the_unrounded_dcg() -> None:
 def test_metric_names_and_order_follow_the_registry() -> None:
     assert [name for name, _ in evaluate(EXAMPLE_DOCS, EXAMPLE_J, 7)] == pointwise_names(7)
     assert pointwise_names(7)[4] == "MRR"
+
+
+def test_hit_rate_comes_after_the_plugins_seven() -> None:
+    assert plugin_metric_names(7) == [
+        "Coverage@7", "Precision@7", "Recall@7", "MAP@7", "MRR", "DCG@7", "NDCG@7"]
+    assert pointwise_names(7) == [*plugin_metric_names(7), "HitRate@7"]
 
 
 # --------------------------------------------------------------------------------------------
@@ -128,7 +138,8 @@ def test_no_results_gives_zero_everywhere() -> None:
 def test_all_zero_ratings_nothing_relevant_but_coverage_counts() -> None:
     values = metrics(["a", "b", "c"], {"a": 0.0, "b": 0.0}, 3)
     assert values["Coverage"] == pytest.approx(2 / 3)
-    assert [values[m] for m in ("Precision", "Recall", "MAP", "MRR", "DCG", "NDCG")] == [0.0] * 6
+    assert [values[m] for m in ("Precision", "Recall", "MAP", "MRR", "DCG", "NDCG", "HitRate")
+            ] == [0.0] * 7
 
 
 def test_duplicate_results_count_at_every_rank() -> None:
@@ -144,6 +155,7 @@ def test_duplicate_results_count_at_every_rank() -> None:
             "MRR": 1.0,
             "DCG": 3 + 3 / LOG2_3,
             "NDCG": (3 + 3 / LOG2_3) / 3,
+            "HitRate": 1.0,
         }
     )
 
@@ -160,6 +172,7 @@ def test_more_results_than_k_only_coverage_sees_them_all() -> None:
             "MRR": 1 / 2,
             "DCG": 1 / LOG2_3,
             "NDCG": (1 / LOG2_3) / (1 + 1 / LOG2_3),
+            "HitRate": 1.0,
         }
     )
 
@@ -192,7 +205,8 @@ def test_unjudged_results_gain_nothing_and_are_not_relevant() -> None:
 def test_k_zero_looks_at_nothing_but_coverage() -> None:
     values = metrics(["a", "b"], {"a": 1.0}, 0)
     assert values["Coverage"] == 0.5
-    assert [values[m] for m in ("Precision", "Recall", "MAP", "MRR", "DCG", "NDCG")] == [0.0] * 6
+    assert [values[m] for m in ("Precision", "Recall", "MAP", "MRR", "DCG", "NDCG", "HitRate")
+            ] == [0.0] * 7
 
 
 @pytest.mark.parametrize("k", [-1, 2.0, True])
@@ -247,6 +261,7 @@ def test_metric_functions_on_one_list() -> None:
     assert float(ndcg(np.array([1.0, 1.0]), np.array([1.0, 1.0]))) == 1.0
     assert float(ndcg(np.array([1.0]), np.array([1.0, 1.0]))) == pytest.approx(1 / (1 + 1 / LOG2_3))
     assert float(ndcg(np.array([1.0]), np.array([0.0]))) == 0.0
+    assert float(hit_rate(relevant)) == 1.0
 
 
 def test_metric_functions_on_a_padded_batch() -> None:
@@ -254,6 +269,7 @@ def test_metric_functions_on_a_padded_batch() -> None:
     depth = np.array([1, 3, 0])
     assert precision(relevant, depth).tolist() == [1.0, 1 / 3, 0.0]
     assert reciprocal_rank(relevant).tolist() == [1.0, 0.5, 0.0]
+    assert hit_rate(relevant).tolist() == [1.0, 1.0, 0.0]
     assert recall(relevant, np.array([2, 1, 0])).tolist() == [0.5, 1.0, 0.0]
     assert coverage(relevant, np.array([2, 2, 0])).tolist() == [0.5, 0.5, 0.0]
     ratings = np.array([[2.0, 0.0], [1.0, 1.0]])
@@ -267,6 +283,54 @@ def test_empty_lists() -> None:
     assert float(reciprocal_rank(empty)) == 0.0
     assert float(average_precision(empty, 3)) == 0.0
     assert float(dcg(np.zeros(0))) == 0.0
+    assert float(hit_rate(empty)) == 0.0
+    assert hit_rate(np.zeros((2, 0), dtype=bool)).tolist() == [0.0, 0.0]
+
+
+# --------------------------------------------------------------------------------------------
+# HitRate@k: 1 when one of the top k is relevant, by the rule Precision@k and MAP@k use
+
+# T = max(0.5 * 3, sorted[0, 1, 3][ceil(2.7) - 1] = 3) = 3: only a is relevant. b (rating 1) is
+# judged and positive but below T, so it is no hit; a is first at rank 3.
+HIT_J = {"a": 3.0, "b": 1.0, "c": 0.0}
+HIT_DOCS = ["u", "b", "a", "c"]
+
+
+@pytest.mark.parametrize(("k", "expected"), [(1, 0.0), (2, 0.0), (3, 1.0), (4, 1.0), (10, 1.0)])
+def test_hit_rate_of_a_list_whose_first_relevant_is_at_rank_3(k: int, expected: float) -> None:
+    values = dict(evaluate(HIT_DOCS, HIT_J, k))
+    assert values[f"HitRate@{k}"] == expected
+    assert (values[f"HitRate@{k}"] > 0) == (values["MRR"] > 0) == (values[f"Precision@{k}"] > 0)
+    assert evaluate_many([(HIT_DOCS, HIT_J)], k) == [evaluate(HIT_DOCS, HIT_J, k)]
+
+
+def test_hit_rate_of_flags() -> None:
+    flags = np.array([False, False, True, False])
+    assert float(hit_rate(flags[:2])) == 0.0
+    assert float(hit_rate(flags[:3])) == 1.0
+    assert float(hit_rate(np.array([True]))) == 1.0
+
+
+def test_hit_rate_of_an_empty_list() -> None:
+    assert float(hit_rate(np.zeros(0, dtype=bool))) == 0.0
+    assert dict(evaluate([], HIT_J, 3))["HitRate@3"] == 0.0
+    assert dict(evaluate(["a"], {}, 3))["HitRate@3"] == 0.0  # nothing judged, nothing relevant
+
+
+def test_hit_rate_of_a_padded_batch_equals_each_list() -> None:
+    lists = [[False, False, True], [True], [], [False, False], [False, True]]
+    width = max(map(len, lists))
+    batch = np.array([row + [False] * (width - len(row)) for row in lists])
+    assert hit_rate(batch).tolist() == [float(hit_rate(np.array(row, dtype=bool)))
+                                        for row in lists] == [1.0, 1.0, 0.0, 0.0, 1.0]
+
+
+def test_hit_rate_in_evaluate_many_equals_evaluate() -> None:
+    queries = [(HIT_DOCS, HIT_J), (["a"], HIT_J), ([], HIT_J), (["b", "c"], HIT_J),
+               (["x", "y", "z", "w", "a"], HIT_J)]
+    rows = evaluate_many(queries, 3)
+    assert rows == [evaluate(ids, j, 3) for ids, j in queries]
+    assert [dict(row)["HitRate@3"] for row in rows] == [1.0, 1.0, 0.0, 0.0, 0.0]
 
 
 # --------------------------------------------------------------------------------------------
@@ -350,7 +414,8 @@ def ref_evaluate(doc_ids: list[str], judgments: dict[str, float], k: int) -> lis
     best = 0.0
     for i, r in enumerate(sorted(judgments.values(), reverse=True)[:k], start=1):
         best += (2.0**r - 1) / (math.log(i + 1) / math.log(2))
-    return [cover, prec, rec, ap, first, gain, gain / best if best > 0 else 0.0]
+    hit = 1.0 if any(is_relevant(d) for d in top) else 0.0
+    return [cover, prec, rec, ap, first, gain, gain / best if best > 0 else 0.0, hit]
 
 
 RATING_SCALES = {

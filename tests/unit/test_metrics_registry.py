@@ -11,12 +11,14 @@ from workbench.metrics import (
     dcg,
     evaluate,
     format_name,
+    hit_rate,
     jaccard,
     metric_names,
     ndcg,
     pairwise_metrics,
     pairwise_names,
     parse,
+    plugin_metric_names,
     pointwise_names,
     reciprocal_rank,
 )
@@ -32,8 +34,10 @@ def test_pointwise_names_in_contract_order() -> None:
         "MRR",
         "DCG@10",
         "NDCG@10",
+        "HitRate@10",  # the workbench's own, after the plugin's seven
     ]
     assert pointwise_names(10) == metric_names(10)
+    assert plugin_metric_names(10) == pointwise_names(10)[:7]
 
 
 def test_pairwise_names_match_pairwise_metrics() -> None:
@@ -94,6 +98,7 @@ def test_functions_by_name() -> None:
     assert function("NDCG") is ndcg
     assert function("DCG@5") is dcg
     assert function("MRR") is reciprocal_rank
+    assert function("HitRate@10") is hit_rate
     assert function("jaccard") is jaccard
     # depth 1: {a} vs {b} -> 0; depth 2: 1 -> (0 + 0.5) * 0.5 / (1 - 0.25)
     assert function("rbo50")(["a", "b"], ["b", "a"]) == pytest.approx(1 / 3)
@@ -104,5 +109,5 @@ def test_functions_by_name() -> None:
 def test_every_registered_metric_is_in_one_family() -> None:
     assert set(METRICS) == set(POINTWISE) | set(PAIRWISE)
     assert not set(POINTWISE) & set(PAIRWISE)
-    assert [info.at_k for info in POINTWISE.values()] == [True] * 4 + [False] + [True] * 2
+    assert [info.at_k for info in POINTWISE.values()] == [True] * 4 + [False] + [True] * 3
     assert [name for name, _ in evaluate(["a"], {"a": 1.0}, 4)] == pointwise_names(4)

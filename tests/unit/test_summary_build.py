@@ -12,12 +12,18 @@ from workbench.experiments.summary_build import LOW_COVERAGE, Run, build
 
 
 def evaluation(config: str, text: str, docs: list[str], ndcg: float,
-               params: str | None = None) -> dict[str, Any]:
+               params: str | None = None, *, mrr: float = 0.0,
+               hit_rate: float | None = None) -> dict[str, Any]:
+    """A stored result with the plugin's seven metrics, and HitRate@3 when ``hit_rate`` is
+    given (without it, as the plugin or an earlier workbench wrote it)."""
     metrics = [{"metric": name, "value": 0.0} for name in
-               ("Coverage@3", "Precision@3", "Recall@3", "MAP@3", "MRR", "DCG@3")]
+               ("Coverage@3", "Precision@3", "Recall@3", "MAP@3")]
+    metrics += [{"metric": "MRR", "value": mrr}, {"metric": "DCG@3", "value": 0.0},
+                {"metric": "NDCG@3", "value": ndcg}]
+    if hit_rate is not None:
+        metrics.append({"metric": "HitRate@3", "value": hit_rate})
     doc: dict[str, Any] = {"searchConfigurationId": config, "searchText": text,
-                           "documentIds": docs, "metrics": [*metrics, {"metric": "NDCG@3",
-                                                                       "value": ndcg}]}
+                           "documentIds": docs, "metrics": metrics}
     if params:
         doc["experimentVariantParameters"] = params
     return doc
@@ -72,6 +78,45 @@ def test_no_judgment_matched_is_an_error() -> None:
         ("error", "no_judgments_matched")]
 
 
+def test_hit_rate_is_summarised_and_compared_like_the_others() -> None:
+    own = Run(results=RESULTS, evaluations=[
+        evaluation("a", "q1", ["d1"], 0.5, mrr=0.5, hit_rate=1.0),
+        evaluation("b", "q1", ["d1"], 0.0, hit_rate=0.0),
+        evaluation("a", "q2", ["d5"], 1.0, mrr=1.0, hit_rate=1.0),
+        evaluation("b", "q2", ["d5"], 1.0, mrr=1.0, hit_rate=1.0),
+        evaluation("b", "q3", ["d7"], 0.3, mrr=0.33, hit_rate=1.0),  # a found nothing: 0
+    ])
+    summary = build(POINTWISE, {"a": "A", "b": "B"}, own, {"q1": {"d1"}}, [], baseline="a",
+                    metric="HitRate@3", alpha=0.05, permutations=1000)
+    a, b = summary["configurations"]
+    assert list(a["metrics"]) == ["Coverage@3", "Precision@3", "Recall@3", "MAP@3", "MRR",
+                                  "DCG@3", "NDCG@3", "HitRate@3"]
+    assert a["metrics"]["HitRate@3"]["mean"] == pytest.approx(2 / 3)
+    assert b["metrics"]["HitRate@3"]["mean"] == pytest.approx(2 / 3)
+    first = summary["comparisons"][0]
+    assert first["metric"] == "HitRate@3"
+    assert (first["wins"], first["losses"], first["ties"]) == (1, 1, 1)
+    assert [c["metric"] for c in summary["comparisons"]][1:] == [
+        "Coverage@3", "Precision@3", "Recall@3", "MAP@3", "MRR", "DCG@3", "NDCG@3"]
+    assert "| HitRate@3 |" in report.markdown(summary)
+
+
+def test_hit_rate_of_results_stored_without_it_comes_from_their_mrr() -> None:
+    """The plugin (and the workbench before HitRate@k) wrote seven metrics; a hit is MRR > 0."""
+    own = Run(results=RESULTS, evaluations=[
+        evaluation("a", "q1", ["d1", "d2", "d3"], 0.4, mrr=0.33),  # first relevant at rank 3
+        evaluation("a", "q2", ["d5"], 0.0),  # no relevant hit
+        evaluation("b", "q1", ["d1"], 0.0),
+        evaluation("b", "q2", ["d5"], 0.0, hit_rate=0.0),
+        evaluation("b", "q3", ["d7"], 0.7, mrr=1.0, hit_rate=1.0),
+    ])
+    summary = build(POINTWISE, {"a": "A", "b": "B"}, own, {"q1": {"d1"}}, [], baseline="a",
+                    metric="NDCG@3", alpha=0.05, permutations=1000)
+    a, b = summary["configurations"]
+    assert a["metrics"]["HitRate@3"]["mean"] == pytest.approx(1 / 3)  # q3 found nothing
+    assert b["metrics"]["HitRate@3"]["mean"] == pytest.approx(1 / 3)
+
+
 def test_reports_render() -> None:
     summary = pointwise({"q1": {"d1", "d2"}, "q2": {"d6"}})
     md = report.markdown(summary)
@@ -80,7 +125,7 @@ def test_reports_render() -> None:
     own = Run(results=RESULTS, evaluations=[evaluation("b", "q3", ["d7"], 0.25)])
     rows = report.csv_rows(POINTWISE, own, summary).splitlines()
     assert rows[0] == "query,searchConfigurationId,configuration,variant,metric,value,hits"
-    assert len(rows) == 1 + 2 * 3 * 7
+    assert len(rows) == 1 + 2 * 3 * 8  # the plugin's seven metrics and HitRate@3
     assert "q3,b,B,,NDCG@3,0.25,1" in rows
     page = report.html(POINTWISE, own, summary)
     assert page.count('<img class="plot"') == 2  # delta bars, distributions

@@ -19,8 +19,8 @@ TYPE = "POINTWISE_EVALUATION"
 
 def metrics_docs(lists: list[tuple[list[str], dict[str, float]]],
                  k: int) -> list[list[dict[str, Any]]]:
-    """The §8.7 metric set of each (doc ids, ratings), computed together and rounded only here,
-    where it is written."""
+    """The §8.7 metric set and HitRate@k of each (doc ids, ratings), computed together and
+    rounded only here, where it is written."""
     return [[{"metric": name, "value": round_metric(value)} for name, value in metrics]
             for metrics in evaluate_many(lists, k)]
 

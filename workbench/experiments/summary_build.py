@@ -29,7 +29,7 @@ import numpy as np
 
 from workbench.experiments.hybrid_scoring import variant_grid, variant_parameters_string
 from workbench.experiments.summary_stats import describe, holm, paired, paired_t_p
-from workbench.metrics import pairwise_names, pointwise_names
+from workbench.metrics import format_name, pairwise_names, pointwise_names
 
 POINTWISE = "POINTWISE_EVALUATION"
 PAIRWISE = "PAIRWISE_COMPARISON"
@@ -86,6 +86,19 @@ def _metric_map(doc: Mapping[str, Any]) -> dict[str, float]:
             if isinstance(m, Mapping)}
 
 
+def _with_hit_rate(values: dict[str, float], k: int) -> dict[str, float]:
+    """A result stored without ``HitRate@k`` (written by the plugin, or before the workbench wrote
+    it) gets it from its MRR, so its summary does not read as no hits at all.
+
+    Both look at the same relevant flags, and HitRate@k is 1 exactly when MRR is above 0; the
+    stored MRR of a hit is at least 1/k rounded to two decimals, so this is exact for k <= 200.
+    """
+    name, mrr = format_name("HitRate", k), format_name("MRR")
+    if name not in values and mrr in values:
+        values[name] = 1.0 if values[mrr] > 0 else 0.0
+    return values
+
+
 def rows_of(experiment: Mapping[str, Any], run: Run) -> tuple[list[str], list[Row]]:
     """(queries, rows) of one run: every row has one value per query and metric."""
     queries = query_texts(run.results)
@@ -119,6 +132,7 @@ def rows_of(experiment: Mapping[str, Any], run: Run) -> tuple[list[str], list[Ro
     for row in rows:
         row.values = {name: [0.0] * len(queries) for name in names}
         row.hits = [[] for _ in queries]
+    k = int(experiment.get("size") or 10)
     for doc in run.evaluations:
         key = (str(doc.get("searchConfigurationId")),
                doc.get("experimentVariantParameters") if experiment.get("type") == HYBRID
@@ -128,7 +142,7 @@ def rows_of(experiment: Mapping[str, Any], run: Run) -> tuple[list[str], list[Ro
         if found is None or i is None:
             continue
         found.hits[i] = [str(d) for d in doc.get("documentIds") or []]
-        for name, value in _metric_map(doc).items():
+        for name, value in _with_hit_rate(_metric_map(doc), k).items():
             if name in found.values:
                 found.values[name][i] = value
     return queries, rows

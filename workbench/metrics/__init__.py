@@ -1,6 +1,7 @@
 """Pure numpy metric functions and their name registry (no Flask, Celery or OpenSearch here).
 
-- ``pointwise``: §8.7 metrics of one ranked list (``evaluate``) or many (``evaluate_many``).
+- ``pointwise``: §8.7 metrics and HitRate@k of one ranked list (``evaluate``) or many
+  (``evaluate_many``).
 - ``pairwise``: §8.4 similarity of two lists (``pairwise_metrics``).
 - ``rounding``: the plugin's two-decimal rounding, lenient (``round2``) or strict
   (``round_metric``).
@@ -15,8 +16,10 @@ from workbench.metrics.pointwise import (
     dcg,
     evaluate,
     evaluate_many,
+    hit_rate,
     metric_names,
     ndcg,
+    plugin_metric_names,
     precision,
     recall,
     reciprocal_rank,
@@ -48,6 +51,7 @@ __all__ = [
     "evaluate_many",
     "format_name",
     "frequency_weighted",
+    "hit_rate",
     "jaccard",
     "java_round",
     "metric_names",
@@ -55,6 +59,7 @@ __all__ = [
     "pairwise_metrics",
     "pairwise_names",
     "parse",
+    "plugin_metric_names",
     "pointwise_names",
     "precision",
     "rbo",

@@ -3,7 +3,8 @@
 Every metric is one function over numpy arrays laid out by rank along the last axis, so the same
 function serves one list (1-D arrays) and a batch of lists (2-D arrays, one row per query, padded
 past each list's end with ``False`` / ``0.0``). Results are unrounded; the experiment code rounds
-them with ``rounding.round_metric``.
+them with ``rounding.round_metric``. ``HitRate@k`` is the workbench's own, written after the
+plugin's seven.
 
 Sums run left to right (``np.cumsum``), as the plugin's Java loops do, so a value that lands on a
 rounding boundary rounds the same way, and zero padding cannot change a row's total: ``evaluate``
@@ -29,7 +30,7 @@ from workbench.metrics.errors import MetricError
 FloatArray = npt.NDArray[np.float64]
 
 # The §8.7 metric set, in the order the plugin writes it. ``True``: the name carries ``@k``.
-METRIC_ORDER: tuple[tuple[str, bool], ...] = (
+PLUGIN_METRIC_ORDER: tuple[tuple[str, bool], ...] = (
     ("Coverage", True),
     ("Precision", True),
     ("Recall", True),
@@ -38,6 +39,12 @@ METRIC_ORDER: tuple[tuple[str, bool], ...] = (
     ("DCG", True),
     ("NDCG", True),
 )
+# What the workbench writes besides, always after the plugin's seven, so every reader that finds
+# a metric by name or by position among those seven (Dashboards' views and scripted fields) is
+# unaffected.
+WORKBENCH_METRIC_ORDER: tuple[tuple[str, bool], ...] = (("HitRate", True),)
+# Every pointwise metric an experiment writes, in order: the one list the names come from.
+METRIC_ORDER: tuple[tuple[str, bool], ...] = PLUGIN_METRIC_ORDER + WORKBENCH_METRIC_ORDER
 
 # A batch is evaluated in slices of at most this many matrix cells (rows x widest row), so memory
 # stays bounded (about 16 MB per float matrix) whatever k and the judgment counts are.
@@ -119,6 +126,16 @@ def reciprocal_rank(relevant: npt.ArrayLike) -> FloatArray:
         return np.zeros(flags.shape[:-1])
     first = np.argmax(flags, axis=-1)
     return np.where(flags.any(axis=-1), 1.0 / (first + 1.0), 0.0)
+
+
+def hit_rate(relevant: npt.ArrayLike) -> FloatArray:
+    """HitRate@k for one query: 1 when any of the first min(k, n) results is relevant, else 0.
+
+    The relevant flags are exactly those Precision@k and MAP@k count, so HitRate@k is 1 exactly
+    when MRR is above 0; over a query set its mean is the share of queries with a relevant hit.
+    """
+    flags = np.asarray(relevant, dtype=bool)
+    return np.asarray(flags.any(axis=-1), dtype=np.float64)
 
 
 def dcg(ratings: npt.ArrayLike) -> FloatArray:
@@ -263,14 +280,19 @@ def _check_finite(doc_ids: Sequence[str], ratings: FloatArray) -> None:
 
 
 def metric_names(k: int) -> list[str]:
-    """``Coverage@k, Precision@k, Recall@k, MAP@k, MRR, DCG@k, NDCG@k``."""
+    """``Coverage@k, Precision@k, Recall@k, MAP@k, MRR, DCG@k, NDCG@k, HitRate@k``."""
     return [f"{base}@{k}" if at_k else base for base, at_k in METRIC_ORDER]
+
+
+def plugin_metric_names(k: int) -> list[str]:
+    """The plugin's seven, ``Coverage@k`` to ``NDCG@k``: what a plugin-written result holds."""
+    return metric_names(k)[: len(PLUGIN_METRIC_ORDER)]
 
 
 def evaluate(
     doc_ids: Sequence[str], judgments: Mapping[str, float], k: int
 ) -> list[tuple[str, float]]:
-    """The §8.7 metric set of one result list, in order, unrounded.
+    """The §8.7 metric set of one result list, then HitRate@k, in order, unrounded.
 
     ``doc_ids``: result ids in rank order (n of them; Coverage uses all n, the rest the first
     min(k, n)); ``judgments``: doc id -> finite rating (see ``validate_ratings``); ``k``: the
@@ -298,6 +320,7 @@ def evaluate(
         reciprocal_rank(relevant),
         dcg(at_rank),
         ndcg(at_rank, ideal),
+        hit_rate(relevant),
     )
     return list(zip(metric_names(k), (float(v) for v in values), strict=True))
 
@@ -375,6 +398,7 @@ def _evaluate_batch(
             reciprocal_rank(relevant),
             dcg(at_rank),
             ndcg(at_rank, ideal),
+            hit_rate(relevant),
         ],
         axis=-1,
     )

@@ -1,7 +1,8 @@
 """Metric names kept apart from their computation: ``"NDCG@10"`` <-> (``"NDCG"``, 10) <-> ``ndcg``.
 
 A name is a base name, plus ``@k`` for metrics cut at k (everything pointwise except ``MRR``);
-pairwise names carry no cutoff. Names are exactly those the plugin writes in results.
+pairwise names carry no cutoff. Names are exactly those the plugin writes in results, plus the
+workbench's ``HitRate@k`` after its seven pointwise ones.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ _POINTWISE_FUNCTIONS: dict[str, Callable[..., Any]] = {
     "MRR": pointwise.reciprocal_rank,
     "DCG": pointwise.dcg,
     "NDCG": pointwise.ndcg,
+    "HitRate": pointwise.hit_rate,
 }
 
 POINTWISE: Mapping[str, MetricInfo] = MappingProxyType(
@@ -89,7 +91,8 @@ def function(name: str) -> Callable[..., Any]:
 
 
 def pointwise_names(k: int) -> list[str]:
-    """The §8.7 names in order: ``Coverage@k, Precision@k, Recall@k, MAP@k, MRR, DCG@k, NDCG@k``."""
+    """The names experiments write, in order: ``Coverage@k, Precision@k, Recall@k, MAP@k, MRR,
+    DCG@k, NDCG@k`` (§8.7), then ``HitRate@k``."""
     return [format_name(base, k if info.at_k else None) for base, info in POINTWISE.items()]
 
 
