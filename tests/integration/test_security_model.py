@@ -382,6 +382,11 @@ def test_every_route_answers_each_user_as_the_cluster_would(
          expect=409)  # finished: nothing to cancel
     call("POST", f"{srw}/judgments/_compare", f"{srw}/judgments/_compare",
          {"referenceJudgmentId": imported, "candidateJudgmentId": rated})
+    estimated = call("POST", f"{srw}/judgments/_estimate", f"{srw}/judgments/_estimate",
+                     {**llm_body, "searchConfigurationList": [mine]})
+    assert estimated.json["calls"] == 0 and estimated.json["cachedPairs"] > 0  # rated above
+    call("POST", f"{srw}/judgments/_estimate", f"{srw}/judgments/_estimate",
+         {**llm_body, "searchConfigurationList": [theirs]}, expect=403)
     # experiments and schedules
     experiment_body = {"type": "POINTWISE_EVALUATION", "querySetId": qs, "size": 5,
                        "judgmentList": [imported]}

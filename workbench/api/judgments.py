@@ -13,6 +13,7 @@ from opensearchpy.exceptions import ConflictError
 
 from workbench import agreement
 from workbench.api import caller, json_body, json_response, services
+from workbench.api.judgment_estimate import price_of
 from workbench.api.srw import (
     cancel_if_running,
     cancel_job,
@@ -44,7 +45,7 @@ RUNNING = ("PROCESSING", "RETRYING")
 def put_judgment() -> Response:
     body = json_body()
     assert body is not None
-    doc = new_judgment(services().client, body)
+    doc = new_judgment(services().client, body, price_of)
     metadata = doc["metadata"]
     caller.refuse_unless_searchable(metadata.get("searchConfigurationList") or [],
                                     [metadata.get("ubiEventsIndex") or ""])

@@ -55,6 +55,7 @@ def install(app: Flask) -> None:
     from workbench.api import (
         evaluate,
         experiments,
+        judgment_estimate,
         judgments,
         models,
         query_sets,
@@ -65,8 +66,9 @@ def install(app: Flask) -> None:
     )
 
     if not bp._got_registered_once:  # nesting is fixed at the first app; later apps reuse it
-        for child in (query_sets.bp, search_configurations.bp, judgments.bp, schedules.bp,
-                      experiments.bp, summary.bp, evaluate.bp, stats.bp, models.bp):
+        for child in (query_sets.bp, search_configurations.bp, judgments.bp,
+                      judgment_estimate.bp, schedules.bp, experiments.bp, summary.bp,
+                      evaluate.bp, stats.bp, models.bp):
             bp.register_blueprint(child)
     app.register_blueprint(bp)
 

@@ -6,7 +6,9 @@ the contract's message and nothing is stored.
 
 from __future__ import annotations
 
+import math
 import re
+from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
@@ -19,6 +21,7 @@ from workbench.judges.base import OptionError, Setup
 from workbench.judges.registry import BrokenJudge, UnknownJudge
 from workbench.judgments import imported, llm_prompt
 from workbench.judgments.ubi import CLICK_MODELS
+from workbench.llm.pricing import Pricing
 from workbench.querysets.entries import read_entries
 from workbench.schemas.numbers import MAX_RESULT_WINDOW, bounded_int
 from workbench.schemas.text import DESCRIPTION_LIMIT, NAME_LIMIT, text_error
@@ -28,6 +31,9 @@ from workbench.store.repository import Repository, new_id, now_iso
 
 TYPES = ("LLM_JUDGMENT", "UBI_JUDGMENT", "IMPORT_JUDGMENT", "REFERENCE_JUDGMENT")
 MAX_EXISTING = 5
+MAX_BUDGET_TOKENS = 10**12
+MAX_BUDGET_COST = 1e12
+PriceOf = Callable[[str], Pricing | None]
 _DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 
 
@@ -117,7 +123,29 @@ def referenced(client: OpenSearch, index: str, entity_id: Any, label: str) -> di
     return source
 
 
-def _llm_metadata(client: OpenSearch, body: dict[str, Any]) -> dict[str, Any]:
+def _budget(body: dict[str, Any], model_id: str, price_of: PriceOf) -> dict[str, Any]:
+    """``maxTokens`` (integer >= 1) and ``maxCost`` (number > 0, for a model with prices)."""
+    out: dict[str, Any] = {}
+    if body.get("maxTokens") is not None:
+        out["maxTokens"] = bounded_int(body["maxTokens"], "maxTokens", 1, MAX_BUDGET_TOKENS)
+    cost = body.get("maxCost")
+    if cost is not None:
+        if isinstance(cost, bool) or not isinstance(cost, (int, float)) \
+                or not math.isfinite(cost) or not 0 < cost <= MAX_BUDGET_COST:
+            raise BadRequest(f"maxCost must be a number greater than 0, got: {cost}")
+        if price_of(model_id) is None:
+            raise BadRequest(f"maxCost needs a model with pricing; model [{model_id}] has none "
+                             "(register it with pricing, or use maxTokens)")
+        out["maxCost"] = float(cost)
+    return out
+
+
+def _no_prices(_: str) -> Pricing | None:
+    return None
+
+
+def _llm_metadata(client: OpenSearch, body: dict[str, Any],
+                  price_of: PriceOf = _no_prices) -> dict[str, Any]:
     model_id = body.get("modelId")
     if not isinstance(model_id, str) or not model_id.strip():
         raise BadRequest("modelId is required for LLM_JUDGMENT")
@@ -141,6 +169,7 @@ def _llm_metadata(client: OpenSearch, body: dict[str, Any]) -> dict[str, Any]:
     ignore_failure = _bool(body, "ignoreFailure", False)
     overwrite_cache = _bool(body, "overwriteCache", False)
     include_rationale = _bool(body, "includeRationale", False)
+    budget = _budget(body, model_id, price_of)
 
     referenced(client, QUERY_SET_INDEX, body.get("querySetId"), "QuerySet")
     config_ids = body.get("searchConfigurationList")
@@ -170,6 +199,7 @@ def _llm_metadata(client: OpenSearch, body: dict[str, Any]) -> dict[str, Any]:
         metadata["overwriteCache"] = True
     if include_rationale:
         metadata["includeRationale"] = True
+    metadata.update(budget)
     return metadata
 
 
@@ -262,8 +292,10 @@ def _reference_metadata(client: OpenSearch, body: dict[str, Any]) -> dict[str, A
             "size": size, "contextFields": context_fields}
 
 
-def new_judgment(client: OpenSearch, body: dict[str, Any]) -> dict[str, Any]:
-    """The PROCESSING document for a valid request; raises a 4xx for an invalid one."""
+def new_judgment(client: OpenSearch, body: dict[str, Any],
+                 price_of: PriceOf = _no_prices) -> dict[str, Any]:
+    """The PROCESSING document for a valid request; raises a 4xx for an invalid one.
+    ``price_of`` gives a model's prices (a ``maxCost`` needs them)."""
     name = body.get("name")
     if name is not None and not isinstance(name, str):
         raise BadRequest("Field 'name' must be a string")
@@ -279,7 +311,7 @@ def new_judgment(client: OpenSearch, body: dict[str, Any]) -> dict[str, Any]:
     if judgment_type not in TYPES:
         raise BadRequest("Invalid or missing judgment type")
     if judgment_type == "LLM_JUDGMENT":
-        metadata = _llm_metadata(client, body)
+        metadata = _llm_metadata(client, body, price_of)
     elif judgment_type == "UBI_JUDGMENT":
         metadata = _ubi_metadata(client, body)
     elif judgment_type == "REFERENCE_JUDGMENT":

@@ -8,6 +8,7 @@ Ratings already known (an ``existingJudgments`` list, or the judgment cache) are
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Iterable
 from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
@@ -15,9 +16,10 @@ from typing import Any
 
 from workbench.jobs.base import JobFailed
 from workbench.jobs.control import JobControl
-from workbench.judgments import llm_chunking, llm_parse, llm_prompt, summary
+from workbench.judgments import llm_chunking, llm_cost, llm_parse, llm_prompt, summary
 from workbench.judgments.retrieval import Target, load, retrieve
 from workbench.llm.base import ChatModel, ChatRequest, LLMError
+from workbench.llm.pricing import Pricing, pricing_of
 from workbench.llm.registry import resolve
 from workbench.querysets.entries import QueryEntry, read_entries
 from workbench.services import Services
@@ -51,15 +53,21 @@ class Outcome:
     errors: list[str] = field(default_factory=list)
     chunks: int = 0
     failed_chunks: int = 0
+    unpaid: list[str] = field(default_factory=list)  # docIds left unrated by the budget
 
 
 @dataclass
 class Usage:
+    """Tokens and calls of a judgment; ``latency_ms`` sums the wall time of every LLM call
+    (request to answer, the call's transport retries included), so with concurrent calls it
+    exceeds the job's elapsed time: it is the model time paid for, not how long the job took."""
+
     input_tokens: int = 0
     output_tokens: int = 0
     llm_calls: int = 0
     cached_ratings: int = 0
     reused_ratings: int = 0
+    latency_ms: int = 0
 
     def add(self, other: Usage) -> None:
         self.input_tokens += other.input_tokens
@@ -67,21 +75,31 @@ class Usage:
         self.llm_calls += other.llm_calls
         self.cached_ratings += other.cached_ratings
         self.reused_ratings += other.reused_ratings
+        self.latency_ms += other.latency_ms
 
-    def as_metadata(self) -> dict[str, int]:
-        return {"inputTokens": self.input_tokens, "outputTokens": self.output_tokens,
-                "llmCalls": self.llm_calls, "cachedRatings": self.cached_ratings,
-                "reusedRatings": self.reused_ratings}
+    def as_metadata(self, pricing: Pricing | None = None) -> dict[str, Any]:
+        """``metadata.usage``; ``cost`` only when the model has prices."""
+        out: dict[str, Any] = {
+            "inputTokens": self.input_tokens, "outputTokens": self.output_tokens,
+            "totalTokens": self.input_tokens + self.output_tokens,
+            "llmCalls": self.llm_calls, "cachedRatings": self.cached_ratings,
+            "reusedRatings": self.reused_ratings, "latencyMs": self.latency_ms}
+        if pricing is not None:
+            out["cost"] = pricing.cost(self.input_tokens, self.output_tokens)
+        return out
 
     @classmethod
     def from_metadata(cls, value: Any) -> Usage:
+        """Read back ``metadata.usage``, including documents written before a field existed."""
         value = value or {}
         return cls(int(value.get("inputTokens", 0)), int(value.get("outputTokens", 0)),
                    int(value.get("llmCalls", 0)), int(value.get("cachedRatings", 0)),
-                   int(value.get("reusedRatings", 0)))
+                   int(value.get("reusedRatings", 0)), int(value.get("latencyMs", 0)))
 
 
 ChunkAnswer = tuple[dict[str, str], dict[str, str], str | None, Usage]
+# The error of a chunk the budget did not let start (its documents stay unrated).
+BUDGET_STOP = "\x00budget"
 
 
 class CacheWriter:
@@ -137,6 +155,8 @@ class Judge:
         self.system = llm_prompt.system_prompt(self.rating_type) + (
             RATIONALE_INSTRUCTION if self.rationale else "")
         self.usage = Usage()
+        self.pricing = pricing_of(self.model)
+        self.budget = llm_cost.Budget.of(metadata, self.pricing)
         if control is not None:
             control.usage = lambda: {"llmCalls": self.usage.llm_calls,
                                      "inputTokens": self.usage.input_tokens,
@@ -162,6 +182,26 @@ class Judge:
                 target.rationales[doc_id] = str(cached["rationale"])
             self.usage.cached_ratings += 1
 
+    def plan(self, target: Target) -> list[list[tuple[str, str]]]:
+        """The chunks (prompts) the hits not yet known of a target are sent in."""
+        todo = [(f"{self.index}::{d}", ctx) for d, ctx in target.hits if d not in target.known]
+        if not todo:
+            return []
+        return llm_chunking.chunk_hits(self.system, self.template, target.entry.query_text,
+                                       target.entry.custom_fields, todo, self.token_limit)
+
+    def user_message(self, entry: QueryEntry, chunk: list[tuple[str, str]]) -> str:
+        return llm_prompt.user_content(self.template, entry.query_text, entry.custom_fields,
+                                       llm_prompt.hits_json(chunk))
+
+    def call_tokens(self, user: str, chunk: list[tuple[str, str]]) -> tuple[int, int]:
+        """Counted input and estimated output tokens of one call for ``chunk``."""
+        return (llm_cost.prompt_tokens(self.system, user),
+                llm_cost.answer_tokens([c for c, _ in chunk], self.rating_type, self.rationale))
+
+    def usage_metadata(self, usage: Usage | None = None) -> dict[str, Any]:
+        return (usage or self.usage).as_metadata(self.pricing)
+
     def rate(self, targets: list[Target]) -> list[Outcome]:
         """Ask the model about every unknown hit of every target, chunk by chunk, in parallel.
         Progress counts a target (query) done when all its chunks are answered; a cancel stops
@@ -175,23 +215,19 @@ class Judge:
                                 thread_name_prefix="llm") as pool:
             # Chunks are submitted as soon as they are cut, so tokenising overlaps the calls.
             futures: dict[Future[ChunkAnswer | None], int] = {}
+            chunk_ids: dict[Future[ChunkAnswer | None], list[str]] = {}
             ready = 0
             for number, target in enumerate(targets):
-                todo = [(f"{self.index}::{d}", ctx) for d, ctx in target.hits
-                        if d not in target.known]
                 outcomes[number].sent = [d for d, _ in target.hits if d not in target.known]
-                if not todo:
-                    ready += 1
-                    continue
-                chunks = llm_chunking.chunk_hits(
-                    self.system, self.template, target.entry.query_text,
-                    target.entry.custom_fields, todo, self.token_limit)
+                chunks = self.plan(target)
                 outcomes[number].chunks = len(chunks)
                 waiting[number] = len(chunks)
                 if not chunks:
                     ready += 1
                 for chunk in chunks:
-                    futures[pool.submit(carry(self._chunk), target.entry, chunk)] = number
+                    future = pool.submit(carry(self._chunk), target.entry, chunk)
+                    futures[future] = number
+                    chunk_ids[future] = [c.split("::", 1)[1] for c, _ in chunk]
             if self.control is not None and ready:
                 self.control.advance(ready)
             try:
@@ -209,6 +245,8 @@ class Judge:
                         cache.add({self.key(entry, d): {"rating": r,
                                                         "rationale": rationales.get(d)}
                                    for d, r in ratings.items()})
+                    elif error == BUDGET_STOP:
+                        outcomes[number].unpaid.extend(chunk_ids[future])
                     else:
                         outcomes[number].errors.append(error)
                         outcomes[number].failed_chunks += 1
@@ -226,12 +264,17 @@ class Judge:
         assert self.control is not None
         return self.control.error()
 
+    def _settle(self, held: llm_cost.Reservation | None, input_tokens: int = 0,
+                output_tokens: int = 0) -> None:
+        if held is not None and self.budget is not None:
+            self.budget.settle(held, input_tokens, output_tokens)
+
     def _chunk(self, entry: QueryEntry, chunk: list[tuple[str, str]]) -> ChunkAnswer | None:
         """One chunk: structured output first, then once without it (§7.4.1); None when the
         job was cancelled before a call."""
         usage = Usage()
-        user = llm_prompt.user_content(self.template, entry.query_text, entry.custom_fields,
-                                       llm_prompt.hits_json(chunk))
+        user = self.user_message(entry, chunk)
+        expected = self.call_tokens(user, chunk)
         allowed = {composite.split("::", 1)[1] for composite, _ in chunk}
         error = ""
         structured = (response_format_with_rationale(self.rating_type) if self.rationale
@@ -239,14 +282,24 @@ class Judge:
         for response_format in (structured, None):
             if self.cancelled():
                 return None
+            held = None
+            if self.budget is not None:
+                held = self.budget.reserve(*expected)
+                if held is None:
+                    return {}, {}, BUDGET_STOP, usage
+            started = time.monotonic()
             try:
                 result = self.model.chat(ChatRequest(self.system, user, response_format))
             except LLMError as exc:
+                usage.latency_ms += round((time.monotonic() - started) * 1000)
+                self._settle(held)  # a failed call reports (and is billed) nothing
                 error = str(exc)
                 usage.llm_calls += 1
                 if not exc.retryable and response_format is None:
                     break
                 continue
+            usage.latency_ms += round((time.monotonic() - started) * 1000)
+            self._settle(held, result.input_tokens, result.output_tokens)
             usage.llm_calls += 1
             usage.input_tokens += result.input_tokens
             usage.output_tokens += result.output_tokens
@@ -287,9 +340,19 @@ def rating_entries(target: Target, outcome: Outcome) -> list[dict[str, Any]]:
     return out
 
 
-def _assemble(targets: list[Target], outcomes: list[Outcome],
+def failure_list(missing: Iterable[str], unpaid: Iterable[str],
+                 budget_reason: str | None) -> list[dict[str, str]]:
+    """``failures`` of one query: documents the budget left unrated carry its reason."""
+    left = set(unpaid)
+    return [{"docId": d, "reason": budget_reason} if d in left and budget_reason
+            else {"docId": d} for d in missing]
+
+
+def _assemble(targets: list[Target], outcomes: list[Outcome], budget_reason: str | None = None,
               ) -> tuple[list[dict[str, Any]], int, str | None]:
-    """The ``judgmentRatings`` entries, the number of failed queries and the last reason."""
+    """The ``judgmentRatings`` entries, the number of failed queries and the last reason. A
+    chunk the budget stopped is not a failure of the query: its documents are listed in
+    ``failures`` (for ``_retry``) with the budget's reason."""
     entries, failed, reason = [], 0, None
     for target, outcome in zip(targets, outcomes, strict=True):
         if target.search_error is not None:
@@ -302,13 +365,15 @@ def _assemble(targets: list[Target], outcomes: list[Outcome],
                                  "ratings": rating_entries(target, outcome)}
         missing = [d for d in outcome.sent if d not in outcome.ratings]
         if missing:
-            entry["failures"] = [{"docId": d} for d in missing]
+            entry["failures"] = failure_list(missing, outcome.unpaid, budget_reason)
         entries.append(entry)
     return entries, failed, reason
 
 
-def generate(svc: Services, judgment_id: str, metadata: dict[str, Any],
-             control: JobControl | None = None) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+def prepare(svc: Services, metadata: dict[str, Any], control: JobControl | None = None,
+            ) -> tuple[Judge, list[QueryEntry], list[Target]]:
+    """Everything before the first LLM call: the query set and configurations, the searches,
+    reused ``existingJudgments`` ratings and the judgment cache. ``_estimate`` runs this too."""
     query_set = load(svc, QUERY_SET_INDEX, metadata["querySetId"], "QuerySet")
     configs = [load(svc, SEARCH_CONFIG_INDEX, c, "SearchConfiguration")
                for c in metadata["searchConfigurationList"]]
@@ -326,20 +391,38 @@ def generate(svc: Services, judgment_id: str, metadata: dict[str, Any],
                     target.known[doc_id] = rating
                     judge.usage.reused_ratings += 1
     judge.use_cache(targets)
+    return judge, entries, targets
+
+
+def _budget_outcome(judge: Judge, out: dict[str, Any]) -> None:
+    """Mark a run the budget stopped: ``budgetReached`` and the reason to read."""
+    if judge.budget is not None and judge.budget.reached:
+        out["budgetReached"] = True
+        out["lastFailureReason"] = judge.budget.reason
+        log.info("judgment budget: %s", judge.budget.reason)
+    else:
+        out.pop("budgetReached", None)
+
+
+def generate(svc: Services, judgment_id: str, metadata: dict[str, Any],
+             control: JobControl | None = None) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    judge, entries, targets = prepare(svc, metadata, control)
     if control is not None:
         control.check()
     outcomes = judge.rate(targets)
-    ratings, failed, reason = _assemble(targets, outcomes)
+    budget_reason = judge.budget.reason if judge.budget is not None else None
+    ratings, failed, reason = _assemble(targets, outcomes, budget_reason)
     out = dict(metadata)
     out.update(totalQueries=len(entries), successfulQueries=len(entries) - failed,
-               failedQueries=failed, usage=judge.usage.as_metadata())
+               failedQueries=failed, usage=judge.usage_metadata())
     if failed and reason:
         out["lastFailureReason"] = reason
+    _budget_outcome(judge, out)
     if failed and not metadata.get("ignoreFailure"):
         raise JobFailed(f"LLM judgment generation failed: {failed} of {len(entries)} queries "
                         "could not be processed", {"lastFailureReason": reason})
     log.info("judgment %s: %d queries, %d failed, %s", judgment_id, len(entries), failed,
-             judge.usage.as_metadata())
+             out["usage"])
     return ratings, out
 
 
@@ -380,14 +463,19 @@ def retry_failed(svc: Services, doc: dict[str, Any], control: JobControl | None 
         entry = entries[number]
         rated = {**target.known, **outcome.ratings}
         entry["ratings"] = list(entry.get("ratings") or []) + rating_entries(target, outcome)
-        still = [{"docId": d} for d, _ in target.hits if d not in rated]
+        budget_reason = judge.budget.reason if judge.budget is not None else None
+        still = failure_list([d for d, _ in target.hits if d not in rated], outcome.unpaid,
+                             budget_reason)
         if still:
             entry["failures"] = still
         else:
             entry.pop("failures", None)
     usage = Usage.from_metadata(metadata.get("usage"))
     usage.add(judge.usage)
-    out = summary.recompute({**metadata, "usage": usage.as_metadata()}, entries)
+    out = summary.recompute({**metadata, "usage": judge.usage_metadata(usage)}, entries)
     out.pop("error", None)
     out.pop("progress", None)  # left by a cancelled or failed earlier retry
+    if out.get("budgetReached") and out.get("lastFailureReason", "").startswith("budget"):
+        out.pop("lastFailureReason")  # the earlier run's stop, now retried
+    _budget_outcome(judge, out)
     return entries, out
