@@ -133,6 +133,8 @@ def test_estimate_then_run(api: Api, worker: Worker, data: dict[str, Any], llm: 
     assert after["cachedPairs"] == after["pairs"] == before["pairs"]
     fresh = estimate(api, {**payload, "overwriteCache": True})
     assert fresh["calls"] == before["calls"] and fresh["cachedPairs"] == 0
+    reused = estimate(api, {**payload, "overwriteCache": True, "existingJudgments": [done["id"]]})
+    assert (reused["reusedPairs"], reused["calls"]) == (before["pairs"], 0)
 
 
 def test_latency_is_the_summed_time_of_the_calls(api: Api, worker: Worker, data: dict[str, Any],
