@@ -19,10 +19,12 @@ from workbench.llm.base import (
     RetryPolicy,
     Transient,
     call_with_retries,
+    estimate_tokens,
     result_with_usage,
     scrub,
 )
 from workbench.llm.pricing import Pricing
+from workbench.llm.rate_limit import RateLimiter, guarded
 
 # Error codes worth another attempt; everything else from the service is final.
 RETRYABLE_CODES = frozenset({
@@ -46,6 +48,7 @@ class BedrockChatModel:
     """
 
     pricing: Pricing | None = None  # set by the registry from the model's spec
+    limiter: RateLimiter | None = None  # set by the registry when the spec has a rateLimit
 
     def __init__(
         self,
@@ -119,12 +122,17 @@ class BedrockChatModel:
         def attempt() -> Any:
             return self._converse(client, kwargs)
 
-        response = call_with_retries(self.model_id, self.max_retries, self.retry, attempt)
+        reserved = estimate_tokens(request.system + request.user)
+        response = call_with_retries(self.model_id, self.max_retries, self.retry,
+                                     guarded(self.limiter, reserved, attempt))
         text = self._answer_text(response, tool_name)
         usage = response.get("usage") if isinstance(response.get("usage"), dict) else {}
-        return result_with_usage(
+        result = result_with_usage(
             request, text, usage.get("inputTokens"), usage.get("outputTokens")
         )
+        if self.limiter is not None:
+            self.limiter.settle(result.input_tokens + result.output_tokens - reserved)
+        return result
 
     def _converse(self, client: Any, kwargs: dict[str, Any]) -> Any:
         """One attempt; sorts botocore's failures into Transient and final LLMErrors."""

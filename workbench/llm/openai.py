@@ -17,11 +17,13 @@ from workbench.llm.base import (
     RetryPolicy,
     call_with_retries,
     check_status,
+    estimate_tokens,
     parse_json_body,
     post_json,
     result_with_usage,
 )
 from workbench.llm.pricing import Pricing
+from workbench.llm.rate_limit import RateLimiter, guarded
 
 
 class OpenAIChatModel:
@@ -36,6 +38,7 @@ class OpenAIChatModel:
     """
 
     pricing: Pricing | None = None  # set by the registry from the model's spec
+    limiter: RateLimiter | None = None  # set by the registry when the spec has a rateLimit
 
     def __init__(
         self,
@@ -106,12 +109,17 @@ class OpenAIChatModel:
             check_status(self.model_id, status, resp_headers, body, self.where, secrets=[key])
             return parse_json_body(self.model_id, body, self.where)
 
-        data = call_with_retries(self.model_id, self.max_retries, self.retry, attempt)
+        reserved = estimate_tokens(request.system + request.user)
+        data = call_with_retries(self.model_id, self.max_retries, self.retry,
+                                 guarded(self.limiter, reserved, attempt))
         text = self._content(data)
         usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
-        return result_with_usage(
+        result = result_with_usage(
             request, text, usage.get("prompt_tokens"), usage.get("completion_tokens")
         )
+        if self.limiter is not None:
+            self.limiter.settle(result.input_tokens + result.output_tokens - reserved)
+        return result
 
     def _content(self, data: Any) -> str:
         """``choices[0].message.content``; a refusal or another shape is a non-retryable error."""

@@ -20,6 +20,7 @@ from workbench.llm.bedrock import BedrockChatModel
 from workbench.llm.mlcommons import MLCommonsModel
 from workbench.llm.openai import OpenAIChatModel
 from workbench.llm.pricing import Pricing
+from workbench.llm.rate_limit import Limits, RateLimiter, shared_redis
 from workbench.llm.spec import ModelSpec, SpecError, parse_spec
 
 log = logging.getLogger(__name__)
@@ -163,6 +164,10 @@ def build_model(spec: ModelSpec, config: Config, api_key: str | None = None) -> 
                                 key_header="api-key" if azure else "bearer",
                                 send_model=not azure, body_options=spec.body_options())
     model.pricing = Pricing.of(spec.pricing)
+    limits = Limits(spec.rate_limit.get("requestsPerMinute"),
+                    spec.rate_limit.get("tokensPerMinute"))
+    if limits:
+        model.limiter = RateLimiter(shared_redis(config.redis_url), spec.id, limits)
     return model
 
 

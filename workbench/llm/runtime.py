@@ -24,7 +24,7 @@ from workbench.store.models import SECRET_FIELD, ModelStore
 log = logging.getLogger(__name__)
 
 SPEC_FIELDS = ("id", "name", "description", "provider", "endpoint", "model", "deployment",
-               "apiVersion", "region", "apiKeyEnv", "options", "pricing")
+               "apiVersion", "region", "apiKeyEnv", "options", "pricing", "rateLimit")
 _KEEP = 64
 
 

@@ -32,9 +32,9 @@ DESCRIPTION_CHARS = 1000
 
 # Canonical (API) spelling -> the snake_case spelling the environment list has always used.
 SNAKE = {"endpoint": "base_url", "apiKeyEnv": "api_key_env", "apiVersion": "api_version",
-         "apiKey": "api_key"}
+         "apiKey": "api_key", "rateLimit": "rate_limit"}
 _ALIASES = {snake: camel for camel, snake in SNAKE.items()} | {"baseUrl": "endpoint"}
-_COMMON = {"id", "name", "description", "provider", "options", "pricing"}
+_COMMON = {"id", "name", "description", "provider", "options", "pricing", "rateLimit"}
 FIELDS = {
     "openai": _COMMON | {"endpoint", "model", "apiKeyEnv", "apiKey"},
     "azure_openai": _COMMON | {"endpoint", "deployment", "apiVersion", "model", "apiKeyEnv",
@@ -47,6 +47,8 @@ OPTIONS = {
     "bedrock": ("temperature", "max_tokens"),
 }
 PRICES = ("inputPerMillion", "outputPerMillion")
+RATE_LIMITS = ("requestsPerMinute", "tokensPerMinute")
+MAX_PER_MINUTE = 10**9
 
 
 class SpecError(ValueError):
@@ -75,6 +77,7 @@ class ModelSpec:
     api_key_env: str | None = None
     options: dict[str, Any] = field(default_factory=dict)
     pricing: dict[str, float] = field(default_factory=dict)
+    rate_limit: dict[str, int] = field(default_factory=dict)
 
     @property
     def wire_model(self) -> str:
@@ -123,6 +126,8 @@ class ModelSpec:
         out["options"] = dict(self.options)
         if self.pricing:
             out["pricing"] = dict(self.pricing)
+        if self.rate_limit:
+            out["rateLimit"] = dict(self.rate_limit)
         return out
 
 
@@ -205,8 +210,9 @@ def parse_spec(item: dict[str, Any], *, snake: bool = False,
         region = text("region", limit=64)
     options = _options(fail, data.get("options"), provider)
     pricing = _pricing(fail, data.get("pricing"))
+    rate_limit = _rate_limit(fail, data.get("rateLimit"))
     return ModelSpec(model_id, name, provider, model, description, endpoint, deployment,
-                     api_version, region, api_key_env, options, pricing)
+                     api_version, region, api_key_env, options, pricing, rate_limit)
 
 
 def check_api_key(value: Any, field_name: str = "apiKey") -> str:
@@ -287,4 +293,23 @@ def _pricing(fail: Any, value: Any) -> dict[str, float]:
         if key not in PRICES:
             raise SpecError(where, f"is not a price (known: {list(PRICES)})")
         out[key] = _number(where, price, 0, 1_000_000)
+    return out
+
+
+def _rate_limit(fail: Any, value: Any) -> dict[str, int]:
+    """Requests and tokens per minute, shared by every process (``workbench.llm.rate_limit``)."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise fail("rateLimit", 'must be an object such as '
+                                '{"requestsPerMinute": 500, "tokensPerMinute": 200000}')
+    out: dict[str, int] = {}
+    for key, limit in value.items():
+        where = f"rateLimit.{key}"
+        if key not in RATE_LIMITS:
+            raise SpecError(where, f"is not a limit (known: {list(RATE_LIMITS)})")
+        if isinstance(limit, bool) or not isinstance(limit, int) \
+                or not 1 <= limit <= MAX_PER_MINUTE:
+            raise SpecError(where, f"must be an integer from 1 to {MAX_PER_MINUTE}")
+        out[key] = limit
     return out
