@@ -165,7 +165,7 @@ def build(setup: Setup) -> LLMJudge:
     if not isinstance(model_id, str):
         raise OptionError("modelId", "Field 'modelId' must be a string")
     scale = setup.options.get("scale", "0-3")
-    if scale not in RUBRICS:
+    if not isinstance(scale, str) or scale not in RUBRICS:
         raise OptionError("scale", f"scale must be one of: {', '.join(RUBRICS)}, "
                                    f"got: {json.dumps(scale, default=str)}")
     return LLMJudge(model_id, RUBRICS[scale], setup.services, setup.source, setup.debug)
