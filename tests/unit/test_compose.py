@@ -18,7 +18,7 @@ def compose() -> dict[str, Any]:
 
 def test_services_are_all_there() -> None:
     assert set(compose()["services"]) == {
-        "opensearch", "redis", "workbench-api", "workbench-worker", "workbench-scheduler",
+        "opensearch", "redis", "workbench-api", "worker", "workbench-scheduler",
         "dashboards",
     }
 
@@ -26,7 +26,7 @@ def test_services_are_all_there() -> None:
 def test_workbench_environment_uses_only_known_settings_with_valid_values() -> None:
     known = {f.metadata["env"] for f in settings_table()}
     services = compose()["services"]
-    for name in ("workbench-api", "workbench-worker", "workbench-scheduler"):
+    for name in ("workbench-api", "worker", "workbench-scheduler"):
         environment = {k: str(v) for k, v in services[name]["environment"].items()}
         assert set(environment) <= known, set(environment) - known
         config = Config.from_env(environment, index_mappings_dir=str(REPO / "index_mappings"))
@@ -38,7 +38,7 @@ def test_workbench_environment_uses_only_known_settings_with_valid_values() -> N
                            index_mappings_dir=str(REPO / "index_mappings")).port
     assert f"{port}:{port}" in api["ports"]
     assert "workbench serve" in " ".join(api["command"])
-    assert "workbench worker" in " ".join(services["workbench-worker"]["command"])
+    assert "workbench worker" in " ".join(services["worker"]["command"])
     assert "workbench scheduler" in " ".join(services["workbench-scheduler"]["command"])
 
 
@@ -52,3 +52,17 @@ def test_opensearch_is_3x_without_security_and_dashboards_points_at_the_workbenc
     api_port = services["workbench-api"]["environment"]["WORKBENCH_PORT"]
     assert dashboards["OPENSEARCH_HOSTS"] == f'["http://workbench-api:{api_port}"]'
     assert dashboards["DISABLE_SECURITY_DASHBOARDS_PLUGIN"] == "true"
+
+
+def test_the_worker_scales_and_installs_take_turns() -> None:
+    """``docker compose up --scale worker=N`` needs a service with no fixed name, host port or
+    hostname; the containers share the mounted checkout, so their editable installs (which
+    write there) run one at a time under a lock file in it."""
+    services = compose()["services"]
+    worker = services["worker"]
+    assert not {"container_name", "ports", "hostname"} & set(worker)
+    for name in ("workbench-api", "worker", "workbench-scheduler"):
+        command = " ".join(services[name]["command"])
+        assert command.startswith("sh -c flock /app/.compose-install.lock pip install"), command
+    ignored = (REPO / ".gitignore").read_text().split()
+    assert ".compose-install.lock" in ignored
