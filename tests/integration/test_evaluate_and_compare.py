@@ -44,7 +44,8 @@ def pasted(*ids: str) -> list[dict[str, Any]]:
 
 def expected_metrics(ratings: list[float], relevant: list[bool], k: int) -> dict[str, float]:
     """Straightforward loops: exponential-gain NDCG against the same ratings sorted, AP over the
-    relevant results found, reciprocal rank, precision over the list."""
+    relevant results found, reciprocal rank, precision over the list, and whether any result is
+    relevant (HitRate)."""
     def dcg(values: list[float]) -> float:
         return sum((2 ** r - 1) / math.log2(i + 2) for i, r in enumerate(values[:k]))
     ideal = dcg(sorted(ratings, reverse=True))
@@ -57,7 +58,8 @@ def expected_metrics(ratings: list[float], relevant: list[bool], k: int) -> dict
     return {f"NDCG@{k}": dcg(ratings) / ideal if ideal > 0 else 0.0,
             f"MAP@{k}": sum(precisions) / hits if hits else 0.0,
             "MRR": 1 / first if first else 0.0,
-            f"Precision@{k}": hits / min(k, len(relevant)) if relevant else 0.0}
+            f"Precision@{k}": hits / min(k, len(relevant)) if relevant else 0.0,
+            f"HitRate@{k}": 1.0 if hits else 0.0}
 
 
 def test_evaluate_pasted_hits_with_the_llm_rubric(api: Api, llm: LLMServer) -> None:

@@ -370,6 +370,8 @@ class LLMServer:
             text = args["text"]
         elif action == "empty":
             text = json.dumps({"ratings": []})
+        elif is_context_sufficiency(record.system):
+            text = json.dumps(context_sufficiency(record.user))
         else:
             ratings = judge(record.system, record.user, record.response_format)
             if action == "partial":
@@ -561,3 +563,31 @@ def _drop(
                 if r["id"] not in wanted and str(r["id"]).split("::")[-1] not in wanted]
     count = math.ceil(len(ratings) * (fraction or 0.0))
     return ratings[: len(ratings) - count]
+
+_REFERENCES = re.compile(r"^Reference answers: (?P<refs>\[.*\])$", re.MULTILINE)
+
+
+def is_context_sufficiency(system: str) -> bool:
+    """Whether a call asks whether the results together are sufficient (one verdict for the
+    list) rather than for a rating per result."""
+    return '"sufficient"' in system
+
+
+def context_sufficiency(user: str) -> dict[str, Any]:
+    """Sufficient when every word of the reference answers (stopwords aside) appears in some
+    result's content; ``missing`` lists the words none has, in the references' order."""
+    match = _REFERENCES.search(user)
+    references = json.loads(match.group("refs")) if match else []
+    hits, _ = find_hits(user)
+    seen: set[str] = set()
+    for hit in hits:
+        content = hit.get("content", hit.get("source", ""))
+        seen |= _words(content if isinstance(content, str) else json.dumps(content))
+    missing: list[str] = []
+    for reference in references:
+        for word in _WORD.findall(str(reference).lower()):
+            if word not in _STOPWORDS and word not in seen and word not in missing:
+                missing.append(word)
+    rationale = ("Every word of the reference answer appears in the results." if not missing
+                 else f"{len(missing)} words of the reference answer appear in no result.")
+    return {"sufficient": not missing, "rationale": rationale, "missing": missing}

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from workbench.judges.base import Hit, Query, Usage, Verdict
+from workbench.judges.context import Sufficiency
 
 
 @dataclass
@@ -17,7 +18,10 @@ class Request:
     name of ``workbench.judges.registry`` and ``options`` its settings (``shared``: those given
     for any judge, which a judge that does not take them ignores). ``expected_ids`` /
     ``expected_count``: the relevant documents the caller knows of (or just how many there
-    are), which Recall@k and the ideal ranking need.
+    are), which Recall@k and the ideal ranking need; with ids, the ids decide what the metrics
+    count as relevant. ``context_sufficiency``: also ask the model ``options["modelId"]``
+    whether the judged hits together hold what the reference answers say
+    (``workbench.judges.context``).
     """
 
     query: Query
@@ -30,6 +34,7 @@ class Request:
     shared: frozenset[str] = frozenset()
     expected_ids: list[str] | None = None
     expected_count: int | None = None
+    context_sufficiency: bool = False
 
     @property
     def top(self) -> list[Hit]:
@@ -38,7 +43,14 @@ class Request:
 
 @dataclass
 class Evaluated:
-    """The verdict per judged hit (in rank order), the list's metrics and what judging cost."""
+    """The verdict per judged hit (in rank order), the list's metrics and what judging cost.
+
+    ``counted``: when the metrics do not count the verdicts' ``relevant`` flags (expected ids,
+    or reference answers credited one to one), the flags they count, per hit; ``credited``:
+    the reference answer each hit was credited with under the one-to-one rule (None: none).
+    ``relevant_total``: R, when known. ``sufficiency``: the context sufficiency verdict, when
+    asked for (its usage is in ``usage``).
+    """
 
     request: Request
     verdicts: list[Verdict]
@@ -46,3 +58,7 @@ class Evaluated:
     usage: Usage
     trace: list[dict[str, Any]] = field(default_factory=list)
     extra: dict[str, Any] = field(default_factory=dict)
+    counted: list[bool] | None = None
+    credited: list[int | None] | None = None
+    relevant_total: int | None = None
+    sufficiency: Sufficiency | None = None

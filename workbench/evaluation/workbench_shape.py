@@ -4,7 +4,11 @@ Request: ``queryText`` (or ``query``), optional ``referenceAnswer`` (a string, o
 them); the results as ``hits`` (``[{"id": ..., "<field>": ...}]``), or a
 ``searchConfigurationId``, or an ``index`` with a ``searchQuery``; ``fields`` shown to the
 judge; ``k`` (10); ``judge`` (a registered judge's name, ``llm`` by default) with its options
-at the top level (``modelId``, ``threshold``...) or in ``judgeOptions``; ``debug``.
+at the top level (``modelId``, ``threshold``, ``minTokens``, ``queryBoost``) or in
+``judgeOptions``; ``debug``. For the metrics (``workbench.evaluation.run``): ``expectedIds``
+(the relevant documents' ids: they then decide relevance, and Recall@k is answered) and
+``expectedRelevant`` (how many relevant documents there are). ``contextSufficiency``: true asks
+``modelId`` whether the hits together hold what the reference answer says.
 """
 
 from __future__ import annotations
@@ -24,7 +28,9 @@ from workbench.store.search_render import render as render_search
 
 DEFAULT_JUDGE = "llm"
 # Judge options that may be given at the top level of the request, as before judgeOptions.
-TOP_LEVEL_OPTIONS = ("modelId", "threshold")
+TOP_LEVEL_OPTIONS = ("modelId", "threshold", "minTokens", "queryBoost")
+# More expected ids than this is not a list anyone typed: refused rather than held in memory.
+MAX_EXPECTED = 100_000
 
 
 def string(body: dict[str, Any], *names: str) -> str | None:
@@ -119,6 +125,51 @@ def judge_options(body: dict[str, Any]) -> tuple[dict[str, Any], frozenset[str]]
     return options, frozenset(shared)
 
 
+def expected_ids(value: Any) -> list[str] | None:
+    """``expectedIds``: a non-empty list of document ids (strings, or integers as hits' ids may
+    be), duplicates dropped."""
+    if value is None:
+        return None
+    if (not isinstance(value, list) or not value or len(value) > MAX_EXPECTED
+            or not all(_is_id(item) for item in value)):
+        raise BadRequest(f"expectedIds must be a non-empty list of at most {MAX_EXPECTED} "
+                         "document ids (non-blank strings or integers)")
+    return list(dict.fromkeys(str(item) for item in value))
+
+
+def _is_id(item: Any) -> bool:
+    if isinstance(item, str):
+        return bool(item.strip())
+    return isinstance(item, int) and not isinstance(item, bool)
+
+
+def expected_count(value: Any, ids: list[str] | None) -> int | None:
+    """``expectedRelevant``: how many documents are relevant, at least the expected ids'."""
+    if value is None:
+        return None
+    count = bounded_int(value, "expectedRelevant", 1, 1_000_000_000)
+    if ids is not None and count < len(ids):
+        raise BadRequest(f"expectedRelevant ({count}) is less than the number of expectedIds "
+                         f"({len(ids)})")
+    return count
+
+
+def context_sufficiency(body: dict[str, Any], options: dict[str, Any],
+                        refs: tuple[str, ...]) -> bool:
+    """``contextSufficiency``: a boolean; true needs a ``modelId`` and a reference answer."""
+    value = body.get("contextSufficiency", False)
+    if not isinstance(value, bool):
+        raise BadRequest("contextSufficiency must be true or false")
+    if value:
+        model_id = options.get("modelId")
+        if not isinstance(model_id, str) or not model_id.strip():
+            raise BadRequest("contextSufficiency needs a modelId (the model that judges it)")
+        if not refs:
+            raise BadRequest("contextSufficiency needs a referenceAnswer (what the results "
+                             "must hold)")
+    return value
+
+
 def parse(svc: Services, body: dict[str, Any]) -> Request:
     query_text = string(body, "queryText", "query")
     if not query_text or not query_text.strip():
@@ -130,12 +181,16 @@ def parse(svc: Services, body: dict[str, Any]) -> Request:
     if not isinstance(debug, bool):
         raise BadRequest("debug must be true or false")
     fields = fields_of(body.get("fields"))
+    ids = expected_ids(body.get("expectedIds"))
+    count = expected_count(body.get("expectedRelevant"), ids)
+    options, shared = judge_options(body)
+    sufficiency = context_sufficiency(body, options, refs)
     if "hits" in body:
         hits, source = pasted(body["hits"], fields), "hits"
     else:
         hits, source = searched(svc, body, query_text, k, fields)
-    options, shared = judge_options(body)
-    return Request(Query(query_text, refs), hits, source, k, judge, options, debug, shared=shared)
+    return Request(Query(query_text, refs), hits, source, k, judge, options, debug, shared=shared,
+                   expected_ids=ids, expected_count=count, context_sufficiency=sufficiency)
 
 
 def render(done: Evaluated) -> dict[str, Any]:
@@ -151,6 +206,10 @@ def render(done: Evaluated) -> dict[str, Any]:
             out["cached"] = verdict.cached
         if verdict.score is not None:
             out["score"] = verdict.score
+        if done.counted is not None:
+            out["counted"] = done.counted[rank - 1]
+        if done.credited is not None:
+            out["reference"] = done.credited[rank - 1]
         hits.append(out)
     answer: dict[str, Any] = {"queryText": req.query.text, "judge": req.judge, "k": req.k,
                               "hits": hits, "metrics": done.metrics,
@@ -162,6 +221,10 @@ def render(done: Evaluated) -> dict[str, Any]:
         answer["modelId"] = req.options["modelId"]
     if "threshold" in done.extra:
         answer["threshold"] = done.extra["threshold"]
+    if done.relevant_total is not None:
+        answer["relevantTotal"] = done.relevant_total
+    if done.sufficiency is not None:
+        answer["contextSufficiency"] = done.sufficiency.as_dict()
     if req.debug:
         answer["debug"] = {"results": [{"id": h.id, "fields": dict(h.fields)} for h in req.top],
                            "llmCalls": done.trace}

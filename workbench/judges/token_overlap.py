@@ -4,6 +4,19 @@ in it. Cheap, deterministic, no model; for query sets whose entries carry refere
 The score of a hit is the best score over the query's reference answers (the hit is credited
 with the one it matches best); a hit is relevant (rating 1) when that score reaches
 ``threshold``.
+
+Options: ``threshold`` (0.5), and two rules of Evret's ``TokenOverlapJudge``:
+``minTokens`` (1: a score needs at least this many distinct reference tokens found in the hit,
+else it is 0) and ``queryBoost`` (false: when a found token also appears in the query, 0.1 is
+added once, capped at 1.0). The defaults leave the score unchanged. Of Evret's rules the
+workbench follows: the minimum is checked on distinct shared tokens before the ratio is taken;
+the boost is a single +0.1, only for a score the minimum let through, clamped to 1.0; a
+reference found whole in the hit scores 1.0 before either rule (Evret's containment step). It
+does not follow: the removal of English stopwords before counting (the workbench tokenises
+every script alike and counts every token, so "the" is a shared token; a list of stopwords
+would also change today's scores), Evret's token weights (digits 1.5, short tokens 0.75, long
+ones 1.35), its phrase bonus, its negation-mismatch rule, a hit found whole inside the
+reference, and its defaults (15 tokens, ratio 0.6, boost on).
 """
 
 from __future__ import annotations
@@ -15,7 +28,17 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
 
-from workbench.judges.base import Hit, Judged, Query, Setup, Verdict, check_options, number_option
+from workbench.judges.base import (
+    Hit,
+    Judged,
+    Query,
+    Setup,
+    Verdict,
+    bool_option,
+    check_options,
+    int_option,
+    number_option,
+)
 
 NAME = "token_overlap"
 # At least half of the reference's distinct words must appear in the document. References are
@@ -23,6 +46,9 @@ NAME = "token_overlap"
 # over one missing filler word, while anything below one half lets a document that shares only
 # incidental words ("the", "for", a brand) pass.
 DEFAULT_THRESHOLD = 0.5
+# Evret's boost for a found token that the query also contains.
+QUERY_BOOST = 0.1
+MAX_MIN_TOKENS = 10_000
 
 # Shorter tokens only ever match exactly: "a" or "tv" would otherwise be found inside most
 # documents.
@@ -72,7 +98,8 @@ def _found(token: str, document_tokens: set[str], document_joined: str) -> bool:
                for i in range(n) for j in range(i + MIN_SUBSTRING_LENGTH, n + 1))
 
 
-def token_overlap_score(reference: str, document: str) -> float:
+def token_overlap_score(reference: str, document: str, min_tokens: int = 1,
+                        query: str | None = None) -> float:
     """The fraction, 0.0 to 1.0, of the reference's distinct tokens found in the document.
 
     Both texts go through ``normalise_tokens``. A reference token counts as found when
@@ -87,6 +114,11 @@ def token_overlap_score(reference: str, document: str) -> float:
     stands" (the start of the match must be a word start, or short tokens would slip through
     the 3-character rule). A reference without any token scores 0.0: it says nothing to compare
     with.
+
+    ``min_tokens``: fewer distinct reference tokens found than this scores 0.0 (the whole
+    reference found still scores 1.0). ``query``: when given (the judge's ``queryBoost``), a
+    found token that is also found among the query's tokens, by the same rule, adds 0.1 to the
+    score, at most 1.0.
     """
     reference_tokens = normalise_tokens(reference)
     if not reference_tokens:
@@ -98,9 +130,16 @@ def token_overlap_score(reference: str, document: str) -> float:
     distinct_reference = set(reference_tokens)
     distinct_document = set(document_tokens)
     joined = " ".join(distinct_document)
-    found = sum(_found(token, distinct_document, joined) for token in distinct_reference)
-    return found / len(distinct_reference)
-
+    found = [token for token in distinct_reference if _found(token, distinct_document, joined)]
+    if not found or len(found) < min_tokens:
+        return 0.0
+    score = len(found) / len(distinct_reference)
+    if query is not None:
+        query_tokens = set(normalise_tokens(query))
+        query_joined = " ".join(query_tokens)
+        if any(_found(token, query_tokens, query_joined) for token in found):
+            score = min(1.0, score + QUERY_BOOST)
+    return score
 
 
 def best_reference(scores: Sequence[float]) -> tuple[float, int | None]:
@@ -115,24 +154,38 @@ def best_reference(scores: Sequence[float]) -> tuple[float, int | None]:
 @dataclass(frozen=True)
 class TokenOverlapJudge:
     threshold: float = DEFAULT_THRESHOLD
+    min_tokens: int = 1
+    query_boost: bool = False
     name: str = NAME
     needs_reference: bool = True
 
+    def scores(self, query: Query, hits: Sequence[Hit]) -> list[list[float]]:
+        """The score of every hit (rows) against every reference answer (columns)."""
+        boost = query.text if self.query_boost else None
+        return [[token_overlap_score(reference, text, self.min_tokens, boost)
+                 for reference in query.references]
+                for text in (hit.text() for hit in hits)]
+
     def judge(self, query: Query, hits: Sequence[Hit]) -> Judged:
         verdicts = []
-        for hit in hits:
-            text = hit.text()
-            score, index = best_reference(
-                [token_overlap_score(reference, text) for reference in query.references])
+        for row in self.scores(query, hits):
+            score, index = best_reference(row)
             relevant = score >= self.threshold
             verdicts.append(Verdict(1.0 if relevant else 0.0, relevant, score=score,
                                     reference=index if relevant else None))
         return Judged(verdicts)
 
+    def reference_matches(self, query: Query, hits: Sequence[Hit]) -> list[list[bool]]:
+        """Which reference answers each hit matches (its score against that one alone reaches
+        ``threshold``): what the one-to-one rule of the metrics needs."""
+        return [[score >= self.threshold for score in row] for row in self.scores(query, hits)]
 
-OPTIONS = ("threshold",)
+
+OPTIONS = ("threshold", "minTokens", "queryBoost")
 
 
 def build(setup: Setup) -> TokenOverlapJudge:
     check_options(setup, OPTIONS, NAME)
-    return TokenOverlapJudge(number_option(setup, "threshold", DEFAULT_THRESHOLD, 0.0, 1.0))
+    return TokenOverlapJudge(number_option(setup, "threshold", DEFAULT_THRESHOLD, 0.0, 1.0),
+                             int_option(setup, "minTokens", 1, 1, MAX_MIN_TOKENS),
+                             bool_option(setup, "queryBoost", False))
