@@ -5,15 +5,16 @@ several reference answers, and reading a context sufficiency answer."""
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import Any
 
 import pytest
 
 from workbench.evaluation.metrics import list_metrics
 from workbench.evaluation.request import Request
-from workbench.evaluation.run import evaluate
+from workbench.evaluation.run import evaluate, one_to_one
 from workbench.judges import registry
-from workbench.judges.base import Hit, OptionError, Query, Setup, Verdict
+from workbench.judges.base import Hit, Judged, OptionError, Query, Setup, Usage, Verdict
 from workbench.judges.context import parse
 from workbench.judges.token_overlap import token_overlap_score
 
@@ -190,10 +191,36 @@ def test_a_later_hit_matching_a_credited_reference_is_not_counted():
     assert done.metrics["Recall@5"] == pytest.approx(2 / 3)
 
 
+class WordJudge:
+    """A plug-in-like reference judge without ``reference_matches``: a hit is relevant when a
+    reference's first word is in it; every call costs one (pretend) LLM call."""
+
+    name = "word"
+    needs_reference = True
+
+    def judge(self, query: Query, hits: Sequence[Hit]) -> Judged:
+        words = [reference.split()[0] for reference in query.references]
+        verdicts = [Verdict(1.0, True) if any(w in hit.text() for w in words)
+                    else Verdict(0.0, False) for hit in hits]
+        return Judged(verdicts, Usage(calls=1))
+
+
+def test_one_to_one_asks_a_judge_without_matches_once_per_reference():
+    judge = WordJudge()
+    query = Query("q", ("solar x", "wind y", "tidal z"))
+    hits = [Hit(i, {"text": t}) for i, t in [("a", "solar"), ("b", "solar again"),
+                                             ("c", "wind and solar")]]
+    usage = Usage()
+    credited = one_to_one(judge, query, hits, judge.judge(query, hits).verdicts, usage)
+    # b matches only "solar", credited to a; c matches solar (taken) and wind (free).
+    assert credited == [0, None, 1]
+    assert usage.calls == 3  # one call per reference answer
+
+
 def test_expected_ids_decide_relevance():
     done = evaluate(None, request(["d1", "d4", "d2", "d9", "d8"],  # type: ignore[arg-type]
                                   expected_ids=["d2", "d8", "d10"], judge="token_overlap"))
-    assert done.counted == [False, False, True, False, True] and done.credited is not None
+    assert done.counted == [False, False, True, False, True] and done.credited is None
     assert done.relevant_total == 3
     assert done.metrics == pytest.approx(evret(done.counted, 3, 5))
     # The ids win over the judge: d1 is expected though no reference matches it.

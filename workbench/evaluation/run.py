@@ -5,7 +5,7 @@ What the metrics count as relevant:
 - With expected ids, the ids decide (as in Evret): a hit is relevant for every metric when its
   id is expected, whatever the judge said, gains are binary (1 for an expected id), and R is
   the number of expected ids (or ``expected_count`` when that is larger). The judge's verdicts
-  are still answered per hit.
+  are still answered per hit; reference answers are not credited.
 - Otherwise, with a reference judge (one that ``needs_reference``) and two or more reference
   answers, each reference answer stands for one expected document (Evret's reading) and is
   credited to at most one hit: going down the ranking, a hit is counted when it matches a
@@ -27,7 +27,16 @@ from collections.abc import Sequence
 from workbench.evaluation.metrics import list_metrics
 from workbench.evaluation.request import Evaluated, Request
 from workbench.judges import registry
-from workbench.judges.base import Hit, Judge, JudgeFailed, OptionError, Query, Setup, Verdict
+from workbench.judges.base import (
+    Hit,
+    Judge,
+    JudgeFailed,
+    OptionError,
+    Query,
+    Setup,
+    Usage,
+    Verdict,
+)
 from workbench.judges.context import ContextJudge
 from workbench.services import Services
 
@@ -47,7 +56,8 @@ def evaluate(svc: Services, req: Request) -> Evaluated:
     if len(judged.verdicts) != len(top):
         raise JudgeFailed(f"judge [{req.judge}] answered {len(judged.verdicts)} verdicts "
                           f"for {len(top)} hits")
-    credited = one_to_one(judge, req.query, top, judged.verdicts)
+    credited = None if req.expected_ids else one_to_one(judge, req.query, top, judged.verdicts,
+                                                        judged.usage)
     elapsed_ms = (time.perf_counter() - started) * 1000
     usage = judged.usage
     usage.latency_ms = elapsed_ms  # wall clock: concurrent calls are not counted twice
@@ -63,13 +73,14 @@ def evaluate(svc: Services, req: Request) -> Evaluated:
     return done
 
 
-def one_to_one(judge: Judge, query: Query, hits: Sequence[Hit],
-               verdicts: Sequence[Verdict]) -> list[int | None] | None:
+def one_to_one(judge: Judge, query: Query, hits: Sequence[Hit], verdicts: Sequence[Verdict],
+               usage: Usage) -> list[int | None] | None:
     """The reference answer credited to each hit under the one-to-one rule (see the module
-    docstring), or None when the rule does not apply."""
+    docstring), or None when the rule does not apply. What extra judging costs is added to
+    ``usage``."""
     if not judge.needs_reference or len(query.references) < 2 or not hits:
         return None
-    matches = reference_matches(judge, query, hits)
+    matches = reference_matches(judge, query, hits, usage)
     free = set(range(len(query.references)))
     credited: list[int | None] = []
     for verdict, row in zip(verdicts, matches, strict=True):
@@ -83,9 +94,11 @@ def one_to_one(judge: Judge, query: Query, hits: Sequence[Hit],
     return credited
 
 
-def reference_matches(judge: Judge, query: Query, hits: Sequence[Hit]) -> list[list[bool]]:
+def reference_matches(judge: Judge, query: Query, hits: Sequence[Hit],
+                      usage: Usage) -> list[list[bool]]:
     """Which reference answers each hit matches: the judge's own ``reference_matches`` when it
-    has one (the built-in reference judges), else its verdict on each reference alone."""
+    has one (the built-in reference judges), else its verdict on each reference alone (one more
+    call of the judge per reference answer, its usage added)."""
     own = getattr(judge, "reference_matches", None)
     if callable(own):
         found = own(query, hits)
@@ -93,7 +106,9 @@ def reference_matches(judge: Judge, query: Query, hits: Sequence[Hit]) -> list[l
             return [[bool(m) for m in row] for row in found]
     columns = []
     for reference in query.references:
-        alone = judge.judge(Query(query.text, (reference,), query.fields), hits).verdicts
+        judged = judge.judge(Query(query.text, (reference,), query.fields), hits)
+        usage.add(judged.usage)
+        alone = judged.verdicts
         if len(alone) != len(hits):
             raise JudgeFailed(f"judge [{judge.name}] answered {len(alone)} verdicts for "
                               f"{len(hits)} hits")
