@@ -197,6 +197,10 @@ class Config:
     llm_max_retries: int = setting(
         4, "WORKBENCH_LLM_MAX_RETRIES", _non_negative_int,
         "Retries of one LLM call on 429, 5xx and timeouts, with exponential backoff.")
+    evaluate_batch_limit: int = setting(
+        50, "WORKBENCH_EVALUATE_BATCH_LIMIT", _positive_int,
+        "Most evaluations one POST _evaluate/_batch judges while the caller waits; a larger "
+        "batch is queued as a job (README, Beyond the plugin).")
     scheduler_interval: float = setting(
         10.0, "WORKBENCH_SCHEDULER_INTERVAL", _positive_float,
         "Seconds between two looks of the scheduler for scheduled experiments that are due.")

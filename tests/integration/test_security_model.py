@@ -305,6 +305,9 @@ def test_anonymous_callers_borrow_the_workbench_identity_only_when_the_operator_
         server.stop()
 
 
+#: entries a batch judges while the caller waits (the default)
+BATCH_LIMIT = Config().evaluate_batch_limit
+
 OWN = {"alice": ("wb-sec-a", "wb-sec-b"), "bob": ("wb-sec-b", "wb-sec-a")}
 
 
@@ -448,6 +451,28 @@ def test_every_route_answers_each_user_as_the_cluster_would(
         "queryText": "apple", "k": 1, "judge": "llm", "modelId": model,
         "referenceAnswer": uuid.uuid4().hex, "hits": [{"id": "x", "title": "apple"}]})
     assert judged.json["modelId"] == model
+    batch = call("POST", f"{srw}/_evaluate/_batch", f"{srw}/_evaluate/_batch", {
+        "modelId": model, "queries": [
+            {"query": {"inputs": {"text": "apple"}}, "referenceAnswer": uuid.uuid4().hex,
+             "hits": [{"id": "x", "text": "apple"}]},
+            {**evaluate, "index": own}]})
+    assert batch.json["summary"]["queries"] == 2 and batch.json["results"][1]["hits"]
+    call("POST", f"{srw}/_evaluate/_batch", f"{srw}/_evaluate/_batch",
+         {"queries": [{**evaluate, "index": other}]}, expect=403)
+    # a batch above the limit is a job, run as the service identity; its document is read as
+    # the caller
+    queued = call("POST", f"{srw}/_evaluate/_batch", f"{srw}/_evaluate/_batch",
+                  {"queries": [{**evaluate, "index": own}] * (BATCH_LIMIT + 1)}, expect=202)
+    call("POST", f"{srw}/_evaluate/_batch", f"{srw}/_evaluate/_batch",
+         {"queries": [{**evaluate, "index": other}] * (BATCH_LIMIT + 1)}, expect=403)
+    job_path = f"{srw}/_evaluate/_batch/{queued.json['id']}"
+    deadline = time.monotonic() + 60
+    while call("GET", f"{srw}/_evaluate/_batch/<batch_id>", job_path).json["status"] \
+            == "PROCESSING" and time.monotonic() < deadline:
+        time.sleep(0.25)
+    finished = call("GET", f"{srw}/_evaluate/_batch/<batch_id>", job_path).json
+    assert finished["status"] == "COMPLETED", finished
+    assert finished["result"]["summary"]["queries"] == BATCH_LIMIT + 1
     predicted = call("POST", "/_plugins/_ml/models/<model_id>/_predict",
                      f"/_plugins/_ml/models/{model}/_predict",
                      {"parameters": {"messages": [{"role": "user", "content": "say yes"}]}})

@@ -517,7 +517,8 @@ def judge(
     system: str, user: str, response_format: dict[str, Any] | None
 ) -> list[dict[str, Any]]:
     """Rate each hit by the share of query words found in its text (``source`` of SRW prompts,
-    ``content`` of the 0-3 rubric). Answers in the shape the request asks for: rubric grades
+    ``content`` of the rubrics; a rubric's grade spreads that share over its scale, so 3 of 3
+    words is its top grade). Answers in the shape the request asks for: rubric grades
     with confidence and justification, ratings with a rationale, or plain rating scores."""
     hits, span = find_hits(user)
     query = _words(find_query(user, span))
@@ -525,6 +526,7 @@ def judge(
     asked = _item_properties(response_format)
     rubric = "grade" in asked or (response_format is None and '"grade"' in system)
     rationale = "rationale" in asked or (response_format is None and "rationale" in system)
+    low, high = _grade_range(response_format)
     ratings: list[dict[str, Any]] = []
     for hit in hits:
         source = hit.get("source", hit.get("content", ""))
@@ -533,8 +535,8 @@ def judge(
         score = round(found / len(query), 1) if query else 0.0
         reason = f"{found} of {len(query)} query words appear in the result."
         if rubric:
-            ratings.append({"id": hit["id"], "grade": round(score * 3), "confidence": 0.9,
-                            "justification": reason})
+            ratings.append({"id": hit["id"], "grade": low + round(score * (high - low)),
+                            "confidence": 0.9, "justification": reason})
             continue
         value: Any = ("RELEVANT" if score >= 0.5 else "IRRELEVANT") if binary else score
         rating = {"id": hit["id"], "rating_score": value}
@@ -542,6 +544,17 @@ def judge(
             rating["rationale"] = reason
         ratings.append(rating)
     return ratings
+
+
+def _grade_range(response_format: dict[str, Any] | None) -> tuple[int, int]:
+    """The rubric's lowest and highest grade, from the schema's ``grade`` enum (0-3 without
+    one): the share of query words found is spread over that range."""
+    try:
+        item = (response_format or {})["json_schema"]["schema"]["properties"]["ratings"]["items"]
+        grades = [g for g in item["properties"]["grade"]["enum"] if isinstance(g, int)]
+    except (KeyError, TypeError):
+        return 0, 3
+    return (min(grades), max(grades)) if grades else (0, 3)
 
 
 def _item_properties(response_format: dict[str, Any] | None) -> set[str]:
@@ -563,6 +576,7 @@ def _drop(
                 if r["id"] not in wanted and str(r["id"]).split("::")[-1] not in wanted]
     count = math.ceil(len(ratings) * (fraction or 0.0))
     return ratings[: len(ratings) - count]
+
 
 _REFERENCES = re.compile(r"^Reference answers: (?P<refs>\[.*\])$", re.MULTILINE)
 

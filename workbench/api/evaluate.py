@@ -1,21 +1,28 @@
-"""``POST /_plugins/_search_relevance/_evaluate``: score one query's result list on the spot.
+"""``POST /_plugins/_search_relevance/_evaluate``: score one query's result list on the spot;
+``POST .../_evaluate/_batch``: many at once, as a job above ``WORKBENCH_EVALUATE_BATCH_LIMIT``
+(``GET .../_evaluate/_batch/{id}`` answers its status and result).
 
-The request shapes are in ``workbench.evaluation`` (``workbench_shape``); judging and scoring in
-``workbench.evaluation.run``. A judge that cannot judge is a 502 naming it; a bad option, an
-unknown judge or an unknown model is a 400.
+The request shapes are in ``workbench.evaluation``: the workbench's own (``workbench_shape``)
+and the retrieval-evaluation API's (``brief_shape``, a body whose ``query`` is an object or
+that has ``eval``), each answered in its own shape; judging and scoring in
+``workbench.evaluation.run``, batches in ``workbench.evaluation.batch``. A judge that cannot
+judge is a 502 naming it; a bad option, an unknown judge or an unknown model is a 400.
 """
 
 from __future__ import annotations
 
 from flask import Blueprint, Response
 
-from workbench.api import json_body, json_response, services
-from workbench.errors import BadRequest, WorkbenchError
-from workbench.evaluation import workbench_shape
+from workbench.api import caller, json_body, json_response, services
+from workbench.errors import BadRequest, NotFound, WorkbenchError
+from workbench.evaluation import batch, batch_job, brief_shape, workbench_shape
 from workbench.evaluation.run import evaluate as run
+from workbench.jobs.queue import QueueUnavailable, enqueue
 from workbench.judges.base import JudgeFailed, OptionError
 from workbench.judges.registry import BrokenJudge, UnknownJudge
 from workbench.llm.mlcommons import UnknownModel
+from workbench.store.indices import EVALUATE_BATCH_INDEX
+from workbench.store.repository import Repository
 
 bp = Blueprint("evaluate", __name__)
 
@@ -32,19 +39,76 @@ class JudgeUnavailable(WorkbenchError):
     error_type = "judge_exception"
 
 
+def http_error(exc: Exception, where: int | None = None) -> Exception:
+    """The HTTP error of a judge's or model's failure (``where``: the batch entry, named in
+    the reason); anything else is returned as it is, for the app's own handlers."""
+    error: WorkbenchError
+    if isinstance(exc, (OptionError, UnknownJudge)):
+        error = BadRequest(str(exc))
+    elif isinstance(exc, BrokenJudge):
+        error = JudgeUnavailable(str(exc))
+    elif isinstance(exc, JudgeFailed):
+        error = BadGateway(str(exc))
+    elif isinstance(exc, UnknownModel):
+        error = BadRequest(exc.reason)
+    else:
+        return exc
+    if where is not None:
+        error.reason = batch.located(where, error.reason)
+        error.args = (error.reason,)
+    return error
+
+
 @bp.post("/_evaluate")
 def evaluate() -> Response:
     body = json_body()
     assert body is not None
     svc = services()
-    request = workbench_shape.parse(svc, body)
+    brief = brief_shape.is_brief(body)
+    request = brief_shape.parse(body) if brief else workbench_shape.parse(svc, body)
     try:
-        return json_response(workbench_shape.render(run(svc, request)))
-    except (OptionError, UnknownJudge) as exc:
-        raise BadRequest(str(exc)) from exc
-    except BrokenJudge as exc:
-        raise JudgeUnavailable(str(exc)) from exc
-    except JudgeFailed as exc:
-        raise BadGateway(str(exc)) from exc
-    except UnknownModel as exc:
-        raise BadRequest(exc.reason) from exc
+        done = run(svc, request)
+    except Exception as exc:
+        error = http_error(exc)
+        if error is exc:
+            raise
+        raise error from exc
+    answer = brief_shape.render(done, body) if brief else workbench_shape.render(done)
+    return json_response(answer)
+
+
+@bp.post("/_evaluate/_batch")
+def evaluate_batch() -> Response:
+    body = json_body()
+    assert body is not None
+    svc = services()
+    try:
+        entries = batch.parse(svc, body)
+        if len(entries) > svc.config.evaluate_batch_limit:
+            return queue(entries)
+        return json_response(batch.run(svc, entries))
+    except batch.EntryFailed as exc:
+        error = http_error(exc.cause, exc.position)
+        raise error from (None if error is exc.cause else exc.cause)
+
+
+def queue(entries: list[batch.Entry]) -> Response:
+    """Store a large batch and queue its job: 202 with its id and status."""
+    doc = batch_job.document(entries, caller.created_by())
+    repo = Repository(services().client, EVALUATE_BATCH_INDEX)
+    repo.create(doc)
+    try:
+        enqueue(batch_job.TASK, doc["id"])
+    except QueueUnavailable:
+        repo.delete(doc["id"])  # never queued: leave nothing PROCESSING behind
+        raise
+    return json_response({"id": doc["id"], "status": doc["status"], "queries": doc["queries"]},
+                         202)
+
+
+@bp.get("/_evaluate/_batch/<batch_id>")
+def batch_status(batch_id: str) -> Response:
+    doc = Repository(services().client, EVALUATE_BATCH_INDEX).get_source(batch_id)
+    if doc is None:
+        raise NotFound(f"Evaluation batch not found: {batch_id}")
+    return json_response(batch_job.status(doc))

@@ -24,7 +24,12 @@ import redis
 from opensearchpy import OpenSearch
 
 from workbench.jobs import leases
-from workbench.store.indices import EXPERIMENT_INDEX, HISTORY_INDEX, JUDGMENT_INDEX
+from workbench.store.indices import (
+    EVALUATE_BATCH_INDEX,
+    EXPERIMENT_INDEX,
+    HISTORY_INDEX,
+    JUDGMENT_INDEX,
+)
 
 log = logging.getLogger(__name__)
 
@@ -49,6 +54,11 @@ WATCHED: dict[str, tuple[str, dict[str, str], str]] = {
         "status",
         {"PROCESSING": "workbench.experiments.scheduled_run"},
         "ctx._source.status = 'ERROR'; ctx._source.results = ['error': params.reason];",
+    ),
+    EVALUATE_BATCH_INDEX: (
+        "status",
+        {"PROCESSING": "workbench.evaluation.batch"},
+        "ctx._source.status = 'ERROR'; ctx._source.error = params.reason;",
     ),
 }
 

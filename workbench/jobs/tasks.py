@@ -8,7 +8,12 @@ from celery.exceptions import Retry
 
 from workbench.jobs.base import WorkbenchTask, extra_metadata
 from workbench.jobs.celery_app import celery_app, worker_client, worker_services
-from workbench.store.indices import EXPERIMENT_INDEX, HISTORY_INDEX, JUDGMENT_INDEX
+from workbench.store.indices import (
+    EVALUATE_BATCH_INDEX,
+    EXPERIMENT_INDEX,
+    HISTORY_INDEX,
+    JUDGMENT_INDEX,
+)
 
 #: re-queues allowed while waiting for judgments; the wait is bounded in time by the job
 WAIT_RETRIES_CAP = 1_000_000
@@ -104,3 +109,18 @@ def scheduled_run(self: ScheduledRunTask, history_id: str) -> None:
         scheduling.run_history(worker_services(), history_id)
     except JudgmentsPending as exc:
         raise requeue_while_judgments_run(self, exc) from None
+
+
+class EvaluateBatchTask(WorkbenchTask):
+    abstract = True
+    status_index = EVALUATE_BATCH_INDEX
+
+    def error_fields(self, reason: str, exc: BaseException) -> dict[str, Any]:
+        return {"status": "ERROR", "error": reason}
+
+
+@celery_app.task(name="workbench.evaluation.batch", base=EvaluateBatchTask)
+def evaluate_batch(batch_id: str) -> None:
+    from workbench.evaluation import batch_job
+
+    batch_job.run(worker_services(), batch_id)

@@ -2,7 +2,11 @@
 must give and how that answer is read.
 
 ``CHECKLIST_0_3`` is the workbench's own: a 0-3 checklist with a confidence between 0 and 1 and
-a one-sentence justification per result; 2 and 3 count as relevant.
+a one-sentence justification per result; 2 and 3 count as relevant. ``CHECKLIST_1_4`` is the
+scale of the retrieval-evaluation API ``_evaluate`` also speaks: yes/no questions per grade, a
+grade from 1 to 4 (3 and 4 relevant) and a confidence from 1 to 5. Either is chosen by the llm
+judge's ``scale`` option. The prompt text keys the judgment cache, so changing a word of it makes
+every grade asked anew.
 """
 
 from __future__ import annotations
@@ -36,6 +40,21 @@ the deciding checklist item. Rate EVERY result. Answer ONLY with a JSON object o
 {"ratings": [{"id": "<result id>", "grade": <0-3>, "confidence": <0-1>, \
 "justification": "<one sentence>"}]} and nothing else."""
 
+YES_NO_TEXT = """You are an expert search relevance assessor. For the search query and each \
+result, answer the following yes/no questions in order and stop at the first "yes":
+Q1. Highly relevant? Does the result give exactly what the searcher wants: it answers the query \
+fully or is the very item sought, with every stated requirement met? If yes, the grade is 4.
+Q2. Moderately relevant? Does it serve the main intent of the query, with only a small gap \
+(an incomplete answer, a minor requirement missed or unclear)? If yes, the grade is 3.
+Q3. Partially relevant? Is it on the query's subject (related item, accessory, substitute, \
+background) without giving what was asked? If yes, the grade is 2.
+Q4. Not relevant? Otherwise: the result does not help with this query. The grade is 1.
+When a reference answer is given, a result that contradicts it cannot be graded above 2.
+
+For EVERY result give one final grade from 1 to 4, your confidence in that grade from 1 \
+(a guess) to 5 (certain), and a one-sentence justification naming the question that decided \
+it. Answer ONLY with a JSON object of the form {"ratings": [{"id": "<result id>", \
+"grade": <1-4>, "confidence": <1-5>, "justification": "<one sentence>"}]} and nothing else."""
 
 
 @dataclass(frozen=True)
@@ -125,4 +144,13 @@ CHECKLIST_0_3 = Rubric(
     system_prompt=CHECKLIST_TEXT,
 )
 
-RUBRICS: dict[str, Rubric] = {CHECKLIST_0_3.scale.name: CHECKLIST_0_3}
+CHECKLIST_1_4 = Rubric(
+    code="RUBRIC1_4",
+    scale=Scale("1-4", 1, 4, 3, {4: "highly relevant", 3: "moderately relevant",
+                                 2: "partially relevant", 1: "not relevant"}),
+    system_prompt=YES_NO_TEXT,
+    confidence=(1.0, 5.0),
+)
+
+RUBRICS: dict[str, Rubric] = {rubric.scale.name: rubric
+                              for rubric in (CHECKLIST_0_3, CHECKLIST_1_4)}

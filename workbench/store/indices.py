@@ -14,6 +14,7 @@ HISTORY_INDEX = ".search-relevance-scheduled-experiment-history"
 CACHE_INDEX = ".plugins-search-relevance-judgment-cache"
 SETTINGS_INDEX = ".plugins-search-relevance-settings"
 MODELS_INDEX = ".plugins-search-relevance-models"
+EVALUATE_BATCH_INDEX = ".plugins-search-relevance-evaluate-batch"
 
 
 # OpenSearch refuses to create an index with a longer name.

@@ -1,0 +1,204 @@
+"""Many evaluations in one request (``POST /_plugins/_search_relevance/_evaluate/_batch``).
+
+The request is ``{"queries": [...], <shared settings>}``: each entry is an ``_evaluate`` body in
+either shape (``workbench_shape`` or ``brief_shape``); the shared settings (``judge``,
+``modelId``, ``k``, ``fields``, ``judgeOptions``) fill in what an entry does not say itself.
+Every entry is read and its judge built before any is judged, so a bad entry costs no LLM call;
+its error names it (``queries[2].hits[0] has no id``). The entries are then judged concurrently,
+as many at once as keeps the LLM calls in flight within ``WORKBENCH_LLM_CONCURRENCY``.
+
+The answer has each entry's own answer, in its own shape, and a summary: the query count, the
+mean of each metric over the queries (the brief's ``ndcg``/``map``/``mrr`` always, and each
+workbench metric every query reports under the same name), the usage summed, and the batch's
+wall-clock latency.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+from workbench.errors import BadRequest
+from workbench.evaluation import brief_shape, workbench_shape
+from workbench.evaluation.request import Evaluated, Request
+from workbench.evaluation.run import evaluate
+from workbench.judges import registry
+from workbench.judges.base import OptionError, Setup, Usage
+from workbench.judges.llm import BATCH as LLM_BATCH
+from workbench.services import Services
+from workbench.store.identity import carry
+
+SHARED = ("judge", "modelId", "k", "fields", "judgeOptions")
+# A message that starts with a field path (``hits[0] has no id``) is prefixed with the entry's
+# path; any other gets ``queries[i]: `` in front.
+_FIELD_PATH = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(?:\[\d+\])?(?:\.[A-Za-z_][A-Za-z0-9_]*"
+                         r"(?:\[\d+\])?)*(?= )")
+_FIELDS = frozenset(["query", "queryText", "hits", "eval", "k", "fields", "judge",
+                     "judgeOptions", "modelId", "referenceAnswer", "debug", "threshold",
+                     "searchQuery", "index", "searchConfigurationId", "scale"])
+
+
+@dataclass
+class Entry:
+    """One evaluation of the batch: its position, shape, body (shared settings applied) and
+    what it asks."""
+
+    position: int
+    brief: bool
+    body: dict[str, Any]
+    request: Request
+
+
+class EntryFailed(Exception):
+    """Entry ``position`` failed with ``cause``; the API answers as for ``cause`` alone, with
+    the entry named in the reason."""
+
+    def __init__(self, position: int, cause: Exception) -> None:
+        super().__init__(f"queries[{position}]: {cause}")
+        self.position = position
+        self.cause = cause
+
+
+def located(position: int, message: str) -> str:
+    """``message`` about entry ``position``, named by its path in the batch request."""
+    match = _FIELD_PATH.match(message)
+    if match and re.split(r"[.\[]", match.group(0))[0] in _FIELDS:
+        return f"queries[{position}].{message}"
+    return f"queries[{position}]: {message}"
+
+
+def entries_of(body: dict[str, Any]) -> list[Any]:
+    queries = body.get("queries")
+    if not isinstance(queries, list) or not queries:
+        raise BadRequest("queries must be a non-empty list of evaluations (each an _evaluate "
+                         "body, in either shape)")
+    for name in body:
+        if name not in (*SHARED, "queries"):
+            raise BadRequest(f"Unknown field [{name}] of a batch: give queries and the shared "
+                             f"settings {', '.join(SHARED)}")
+    return queries
+
+
+def with_shared(entry: dict[str, Any], shared: dict[str, Any], brief: bool) -> dict[str, Any]:
+    """The entry with the shared settings it does not give itself."""
+    out = dict(entry)
+    for name in ("judge", "modelId", "k"):
+        if name in shared and out.get(name) is None:
+            out[name] = shared[name]
+    if "judgeOptions" in shared:
+        own = out.get("judgeOptions")
+        if own is None:
+            out["judgeOptions"] = shared["judgeOptions"]
+        elif isinstance(own, dict) and isinstance(shared["judgeOptions"], dict):
+            out["judgeOptions"] = {**shared["judgeOptions"], **own}
+    if "fields" in shared:
+        if not brief:
+            out.setdefault("fields", shared["fields"])
+        elif out.get("eval") is None or (isinstance(out["eval"], dict)
+                                         and "fields" not in out["eval"]):
+            out["eval"] = {**(out.get("eval") or {}), "fields": shared["fields"]}
+    return out
+
+
+def check_shared(body: dict[str, Any]) -> dict[str, Any]:
+    """The shared settings, checked as an entry would check them."""
+    shared = {name: body[name] for name in SHARED if body.get(name) is not None}
+    if "fields" in shared:
+        workbench_shape.fields_of(shared["fields"])
+    if "judgeOptions" in shared and not isinstance(shared["judgeOptions"], dict):
+        raise BadRequest("judgeOptions must be an object")
+    if "modelId" in shared and not isinstance(shared["modelId"], str):
+        raise BadRequest("Field 'modelId' must be a string")
+    return shared
+
+
+def parse(svc: Services, body: dict[str, Any]) -> list[Entry]:
+    """Every entry read and its judge built (a 400 naming the first bad one)."""
+    raw = entries_of(body)
+    shared = check_shared(body)
+    entries = []
+    for position, item in enumerate(raw):
+        if not isinstance(item, dict):
+            raise BadRequest(f"queries[{position}] must be an object (an _evaluate body)")
+        brief = brief_shape.is_brief(item)
+        merged = with_shared(item, shared, brief)
+        try:
+            request = brief_shape.parse(merged) if brief else workbench_shape.parse(svc, merged)
+            check_judge(svc, request)
+        except BadRequest as exc:
+            raise BadRequest(located(position, exc.reason)) from exc
+        except (OptionError, registry.UnknownJudge, registry.BrokenJudge) as exc:
+            raise EntryFailed(position, exc) from exc
+        entries.append(Entry(position, brief, merged, request))
+    return entries
+
+
+def check_judge(svc: Services, request: Request) -> None:
+    """Build the entry's judge once, so a bad option or judge is found before judging."""
+    judge = registry.create(request.judge, Setup(request.options, svc, request.source,
+                                                 request.debug, request.shared))
+    if judge.needs_reference and not request.query.references:
+        raise OptionError("referenceAnswer", f"referenceAnswer is required for the "
+                                             f"{request.judge} judge")
+
+
+def workers(svc: Services, entries: list[Entry]) -> int:
+    """Entries judged at once: the LLM judge makes up to one call per ``LLM_BATCH`` hits at
+    once, so this many entries keep the calls within the LLM concurrency."""
+    widest = max(math.ceil(len(e.request.top) / LLM_BATCH) for e in entries)
+    per_entry = min(widest, svc.config.llm_concurrency)
+    return max(1, min(len(entries), svc.config.llm_concurrency // per_entry))
+
+
+def run(svc: Services, entries: list[Entry],
+        evaluate_one: Callable[[Services, Request], Evaluated] = evaluate) -> dict[str, Any]:
+    """Judge every entry and answer each in its shape with the batch's summary. Raises
+    ``EntryFailed`` for the first entry (by position) that failed."""
+    started = time.perf_counter()
+
+    def one(entry: Entry) -> Evaluated | Exception:
+        try:
+            return evaluate_one(svc, entry.request)
+        except Exception as exc:  # noqa: BLE001 - re-raised below, for the first failing entry
+            return exc
+
+    with ThreadPoolExecutor(workers(svc, entries)) as pool:
+        outcomes = list(pool.map(carry(one), entries))
+    elapsed_ms = (time.perf_counter() - started) * 1000
+    done: list[Evaluated] = []
+    for entry, outcome in zip(entries, outcomes, strict=True):
+        if isinstance(outcome, Exception):
+            raise EntryFailed(entry.position, outcome) from outcome
+        done.append(outcome)
+    results = [brief_shape.render(d, e.body) if e.brief else workbench_shape.render(d)
+               for e, d in zip(entries, done, strict=True)]
+    return {"results": results, "summary": summary(done, elapsed_ms)}
+
+
+def summary(done: list[Evaluated], elapsed_ms: float) -> dict[str, Any]:
+    """Query count, mean metrics and summed usage (with the batch's wall-clock latency)."""
+    usage = Usage()
+    for one in done:
+        usage.add(one.usage)
+    usage.latency_ms = elapsed_ms
+    values: dict[str, list[float]] = {}
+    for one in done:
+        for name, value in brief_shape.metrics(one).items():
+            values.setdefault(name, []).append(value)
+    common = set(done[0].metrics).intersection(*(one.metrics for one in done[1:]))
+    for name in done[0].metrics:
+        if name in common:
+            values[name] = [one.metrics[name] for one in done]
+    means = {name: mean(v) for name, v in values.items()}
+    return {"queries": len(done), "metrics": means, "usage": usage.as_dict()}
+
+
+def mean(values: list[Any]) -> float | None:
+    """The mean of the numbers (a metric a query could not compute, null, is left out)."""
+    numbers = [v for v in values if isinstance(v, (int, float)) and not isinstance(v, bool)]
+    return sum(numbers) / len(numbers) if numbers else None
