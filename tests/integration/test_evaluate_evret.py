@@ -4,15 +4,19 @@ fields' 400s, and context sufficiency against the stand-in LLM."""
 
 from __future__ import annotations
 
+import json
 import math
 import uuid
 from typing import Any
 
 import pytest
+from opensearchpy import OpenSearch
 
 from tests.conftest import JUDGE_MODEL
+from tests.integration.test_evaluate_and_compare import wait
 from tests.support.api import Api
 from tests.support.llm_server import LLMServer
+from tests.support.processes import Worker
 
 K = 5
 RETRIEVED = ["d1", "d4", "d2", "d9", "d8"]
@@ -191,3 +195,36 @@ def test_context_sufficiency(api: Api, llm: LLMServer) -> None:
     assert verdict["sufficient"] is False
     assert verdict["missing"] == ["tidal", "barrages", "hold", "seawater", "behind", "dam"]
     assert short["metrics"]["Recall@5"] == pytest.approx(2 / 3)
+
+
+def test_token_overlap_options_in_a_reference_judgment(api: Api, worker: Worker,
+                                                       direct: OpenSearch) -> None:
+    index = f"test-evret-{uuid.uuid4().hex[:6]}"
+    direct.indices.create(index=index)
+    try:
+        direct.index(index=index, id="b", body={"title": "blue running shoes"}, refresh=True)
+        config = api.srw("PUT", "/search_configurations", {
+            "name": "t", "index": index,
+            "query": '{"query":{"match":{"title":"%SearchText%"}}}'}).json[
+            "search_configuration_id"]
+        query_set = api.srw("PUT", "/query_sets", {"name": "refs", "querySetQueries": [
+            {"queryText": "running", "referenceAnswer": "red running shoes"}]}).json[
+            "query_set_id"]
+        body = {"name": "strict", "type": "REFERENCE_JUDGMENT", "judge": "token_overlap",
+                "querySetId": query_set, "searchConfigurationList": [config],
+                "contextFields": ["title"]}
+        scores = {}
+        for options in ({}, {"queryBoost": True}, {"queryBoost": True, "minTokens": 3}):
+            created = api.srw("PUT", "/judgments", {**body, "judgeOptions": options})
+            assert created.status == 200, created.data
+            done = wait(api, f"/judgments/{created.json['judgment_id']}")
+            assert done["status"] == "COMPLETED", done["metadata"]
+            assert done["metadata"].get("judgeOptions", {}) == options
+            (rating,) = done["judgmentRatings"][0]["ratings"]
+            scores[json.dumps(options)] = rating["score"]
+        # {red, running, shoes}: 2/3 found; "running" is the query: +0.1; 2 < 3 tokens: 0.
+        assert list(scores.values()) == pytest.approx([2 / 3, 2 / 3 + 0.1, 0.0])
+        api.srw("PUT", "/judgments", {**body, "judgeOptions": {"minTokens": 0}}).error(
+            400, "minTokens must be an integer between 1 and 10000, got: 0")
+    finally:
+        direct.indices.delete(index=index)
