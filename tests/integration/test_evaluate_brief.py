@@ -176,6 +176,7 @@ def test_brief_with_a_reference_judge(api: Api) -> None:
                         "workbench's modelId (a registered model or an ML Commons model id)"),
     ({"k": 0}, "k must be a positive integer, got: 0"),
     ({"judgeOptions": {"scale": "1-5"}}, 'scale must be one of: 0-3, 1-4, got: "1-5"'),
+    ({"judgeOptions": {"scale": ["1-4"]}}, 'scale must be one of: 0-3, 1-4, got: ["1-4"]'),
     ({"judge": "semantic"}, "referenceAnswer is required for the semantic judge"),
     ({"modelId": "no-such-model"}, None),
 ])
