@@ -120,6 +120,16 @@ def test_brief_debug_and_k(api: Api, llm: LLMServer) -> None:
     assert debug["llmCalls"][0]["structured"] is True
 
 
+def test_a_hit_the_model_did_not_rate_has_no_score(api: Api, llm: LLMServer) -> None:
+    run = uuid.uuid4().hex
+    llm.partial(ids=[f"b-{run}"])
+    answer = api.srw("POST", "/_evaluate", brief_body(run)).json
+    unrated = answer["hits"][1]
+    assert unrated["index"] == 1 and unrated["score"] is None and unrated["relevant"] is False
+    assert unrated["justification"] == "the model did not rate this result"
+    assert [h["score"] for h in answer["hits"]] == [4, None, 3]
+
+
 def test_brief_shape_on_the_0_3_scale(api: Api, llm: LLMServer) -> None:
     body = brief_body(uuid.uuid4().hex, judgeOptions={"scale": "0-3"})
     answer = api.srw("POST", "/_evaluate", body).json
