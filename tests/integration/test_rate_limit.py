@@ -54,7 +54,7 @@ def window_count(starts: list[float], seconds: float) -> int:
 
 
 def test_four_processes_share_a_request_limit(redis_url: str) -> None:
-    rpm, seconds = 1200, 3.0  # 20 a second between all four
+    rpm, seconds = 600, 4.0  # 10 a second between all four
     starts = run_processes(redis_url, Limits(requests_per_minute=rpm), 0, seconds)
     count = window_count(starts, seconds)
     allowed = rpm / 60 * seconds
