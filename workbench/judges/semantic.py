@@ -13,8 +13,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from workbench.judges.base import Hit, Judged, Query, Setup, Verdict, check_options, number_option
-from workbench.judges.token_overlap import best_reference
+from workbench.judges.base import Hit, Judged, Query, Setup, check_options, number_option
+from workbench.judges.token_overlap import threshold_verdicts
 
 NAME = "semantic"
 # With all-MiniLM-L6-v2, texts on unrelated subjects score about 0.0-0.2 and the same subject in
@@ -54,13 +54,7 @@ class SemanticJudge:
 
     def judge(self, query: Query, hits: Sequence[Hit]) -> Judged:
         matrix = similarities(query.references, [hit.text() for hit in hits])
-        verdicts = []
-        for row in matrix:
-            score, index = best_reference([float(v) for v in row])
-            relevant = score >= self.threshold
-            verdicts.append(Verdict(1.0 if relevant else 0.0, relevant, score=score,
-                                    reference=index if relevant else None))
-        return Judged(verdicts)
+        return threshold_verdicts(matrix.tolist(), self.threshold)
 
     def reference_matches(self, query: Query, hits: Sequence[Hit]) -> list[list[bool]]:
         """Which reference answers each hit matches (its cosine with that one reaches

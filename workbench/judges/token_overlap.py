@@ -151,6 +151,19 @@ def best_reference(scores: Sequence[float]) -> tuple[float, int | None]:
     return float(scores[best]), best
 
 
+def threshold_verdicts(rows: Sequence[Sequence[float]], threshold: float) -> Judged:
+    """The verdicts of a reference judge from its scores (one row per hit, one column per
+    reference answer): each hit takes its best score, and is relevant (rating 1) with the
+    reference it matched when that score reaches ``threshold``."""
+    verdicts = []
+    for row in rows:
+        score, index = best_reference([float(v) for v in row])
+        relevant = score >= threshold
+        verdicts.append(Verdict(1.0 if relevant else 0.0, relevant, score=score,
+                                reference=index if relevant else None))
+    return Judged(verdicts)
+
+
 @dataclass(frozen=True)
 class TokenOverlapJudge:
     threshold: float = DEFAULT_THRESHOLD
@@ -167,13 +180,7 @@ class TokenOverlapJudge:
                 for text in (hit.text() for hit in hits)]
 
     def judge(self, query: Query, hits: Sequence[Hit]) -> Judged:
-        verdicts = []
-        for row in self.scores(query, hits):
-            score, index = best_reference(row)
-            relevant = score >= self.threshold
-            verdicts.append(Verdict(1.0 if relevant else 0.0, relevant, score=score,
-                                    reference=index if relevant else None))
-        return Judged(verdicts)
+        return threshold_verdicts(self.scores(query, hits), self.threshold)
 
     def reference_matches(self, query: Query, hits: Sequence[Hit]) -> list[list[bool]]:
         """Which reference answers each hit matches (its score against that one alone reaches
