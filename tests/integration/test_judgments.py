@@ -16,6 +16,7 @@ from opensearchpy import OpenSearch
 from tests.support.api import Api
 from tests.support.data import ESCI
 from tests.support.processes import Worker
+from workbench.store.repository import now_iso
 
 INDEX = "search-relevance-judgment"
 EXPERIMENTS = ".plugins-search-relevance-experiment"
@@ -143,8 +144,10 @@ def test_list_status_filter_search_and_get(api: Api, worker: Worker,
         {"query": "q", "ratings": [{"docId": "d", "rating": "1"}]}]})
     wait_done(api, done_id)
     stuck_id = str(uuid.uuid4())
+    # Written now: the list is the newest 1,000 by timestamp, and a node that has served many
+    # runs holds more judgments than that.
     direct.index(index=INDEX, id=stuck_id, refresh=True, body={
-        "id": stuck_id, "timestamp": "2020-01-01T00:00:00.000Z", "name": "stuck",
+        "id": stuck_id, "timestamp": now_iso(), "name": "stuck",
         "status": "ERROR", "type": "IMPORT_JUDGMENT", "metadata": {"error": "x"},
         "judgmentRatings": []})
 

@@ -480,6 +480,15 @@ def test_retry_refusals(api: Api, worker: Worker, setup: dict[str, Any], llm: LL
         "id": plain, "timestamp": "2020-01-01T00:00:00.000Z", "name": "x", "status": "ERROR",
         "type": "LLM_JUDGMENT", "metadata": {"error": "x"}, "judgmentRatings": []})
     api.srw("POST", f"/judgments/{plain}/_retry").error(400, "No judgment ratings found")
+    bare = str(uuid.uuid4())
+    direct.index(index="search-relevance-judgment", id=bare, refresh=True, body={
+        "id": bare, "timestamp": "2020-01-01T00:00:00.000Z", "name": "x", "status": "ERROR",
+        "type": "LLM_JUDGMENT", "metadata": {"error": "x"},
+        "judgmentRatings": [{"query": "q", "ratings": [], "failures": [{"docId": "d"}]}]})
+    api.srw("POST", f"/judgments/{bare}/_retry").error(
+        400, "Judgment metadata names no searchConfigurationList to retry with")
+    for leftover in (stuck, plain, bare):  # a RETRYING one would be taken up by a sweeper
+        direct.delete(index="search-relevance-judgment", id=leftover, refresh=True)
 
 
 def test_a_killed_worker_process_redelivers_the_job(api: Api, worker: Worker,

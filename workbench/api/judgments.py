@@ -120,6 +120,9 @@ def retry_judgment(entity_id: str) -> Response:
         raise BadRequest("No failed documents to retry")
     if not doc.get("metadata"):
         raise BadRequest("Judgment metadata is missing")
+    if not doc["metadata"].get("searchConfigurationList"):
+        # An ERROR written over the metadata leaves nothing to search the failed documents in.
+        raise BadRequest("Judgment metadata names no searchConfigurationList to retry with")
     caller.refuse_unless_searchable(doc["metadata"].get("searchConfigurationList") or [])
     forget_cancel(services().redis, entity_id)  # a late cancel of an earlier run
     updated = {**doc, "status": "RETRYING", "timestamp": now_iso()}

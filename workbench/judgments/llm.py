@@ -431,6 +431,8 @@ def retry_failed(svc: Services, doc: dict[str, Any], control: JobControl | None 
     """Rate again the documents listed in ``failures`` and merge the answers (§7.7)."""
     metadata = doc.get("metadata") or {}
     config_ids = metadata.get("searchConfigurationList") or []
+    if not config_ids:
+        raise JobFailed("Cannot retry: the judgment's metadata names no searchConfigurationList")
     config = load(svc, SEARCH_CONFIG_INDEX, config_ids[0], "SearchConfiguration")
     index = config["index"]
     entries = doc.get("judgmentRatings") or []
