@@ -49,3 +49,12 @@ if [ -n "$extras" ] && ! { command -v chromium >/dev/null && command -v chromedr
   as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >&2 \
     || say "could not install chromium; the HTML report tests will fail"
 fi
+
+# --dev: iproute2 (`ip netns`, veth), for the test that runs workers in network namespaces of
+# their own, as on other hosts (it needs root).
+if [ -n "$extras" ] && ! command -v ip >/dev/null; then
+  say "installing Debian's iproute2 (the workers-in-namespaces test)"
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get update -qq >&2 || true
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq iproute2 >&2 \
+    || say "could not install iproute2; the workers-in-namespaces test will fail"
+fi
