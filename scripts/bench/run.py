@@ -1,6 +1,7 @@
 """Run the benchmarks and write ``report.md`` and ``report.json``.
 
-    workbench bench [--only ubi,llm,pointwise,passthrough,metrics,redaction] [--quick] [--out DIR]
+    workbench bench [--only ubi,llm,pointwise,passthrough,metrics,redaction,scale] [--quick]
+                    [--out DIR]
 
 Services come from OPENSEARCH_URL / REDIS_URL or are started as for the tests.
 """
@@ -15,7 +16,7 @@ from pathlib import Path
 
 from scripts.bench.common import REPO, Bench, Result, machine, previous_results, write_report
 
-BENCHMARKS = ("metrics", "redaction", "passthrough", "pointwise", "llm", "ubi")
+BENCHMARKS = ("metrics", "redaction", "passthrough", "pointwise", "llm", "ubi", "scale")
 
 
 def main(argv: list[str] | None = None) -> int:
