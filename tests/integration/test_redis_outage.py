@@ -76,6 +76,7 @@ def test_redis_down_leaves_nothing_behind_and_recovers(env: dict[str, str], dire
             "search_configuration_id"]
         reference = judgment_doc(f"outage-ref-{tag}")
         retried = judgment_doc(f"outage-retry-{tag}")
+        retried["metadata"]["searchConfigurationList"] = [config]  # what _retry searches with
         for doc in (reference, retried):
             direct.index(index=JUDGMENT_INDEX, id=doc["id"], body=doc, refresh=True)
             created.append((JUDGMENT_INDEX, doc["id"]))
