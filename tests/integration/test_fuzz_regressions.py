@@ -60,3 +60,37 @@ def test_a_bad_threshold_is_a_400_for_every_judge(api: Api, threshold: object) -
             "hits": [{"id": "a", "title": "a wallet"}]})
         reply.error(400, f"threshold must be a number between 0 and 1, got: {threshold}",
                     "illegal_argument_exception")
+
+
+def test_a_model_that_cannot_be_called_as_set_up_is_a_400(api: Api) -> None:
+    """Was a 502: a Bedrock model registered without a region, on a server whose environment
+    names none, fails before anything reaches AWS; so does an OpenAI model whose key variable
+    is unset. Fixing the model helps, not trying again: ``_predict`` and ``_evaluate`` answer
+    400 naming the model."""
+    import uuid
+
+    bedrock, openai = (f"unusable-{uuid.uuid4().hex[:8]}" for _ in range(2))
+    for body in ({"id": bedrock, "provider": "bedrock", "model": "anthropic.claude-v2"},
+                 {"id": openai, "provider": "openai", "model": "m",
+                  "endpoint": "http://127.0.0.1:9/v1", "apiKeyEnv": "WB_UNSET_KEY_VARIABLE"}):
+        assert api.srw("PUT", "/models", body).status == 200
+    try:
+        predict = {"parameters": {"messages": [{"role": "user", "content": "hi"}]}}
+        reply = api.call("POST", f"/_plugins/_ml/models/{bedrock}/_predict", predict)
+        assert reply.status == 400, reply.data[:300]
+        # Without a region in the environment the client cannot be made; with one, the call
+        # finds no AWS credentials: either way nothing reached AWS.
+        assert reply.reason in (
+            f"model [{bedrock}]: cannot create a Bedrock client: You must specify a region.",
+            f"model [{bedrock}]: no AWS credentials found for Bedrock"), reply.reason
+        reply = api.call("POST", f"/_plugins/_ml/models/{openai}/_predict", predict)
+        reply.error(400, f"model [{openai}]: environment variable WB_UNSET_KEY_VARIABLE "
+                         "(api_key_env) is not set or empty", "illegal_argument_exception")
+        evaluated = api.srw("POST", "/_evaluate", {
+            "queryText": "x", "judge": "llm", "modelId": openai,
+            "hits": [{"id": "a", "title": "x"}]})
+        evaluated.error(400, f"model [{openai}]: environment variable WB_UNSET_KEY_VARIABLE "
+                             "(api_key_env) is not set or empty", "illegal_argument_exception")
+    finally:
+        for model in (bedrock, openai):
+            api.srw("DELETE", f"/models/{model}")

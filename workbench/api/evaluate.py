@@ -20,6 +20,7 @@ from workbench.evaluation.run import evaluate as run
 from workbench.jobs.queue import QueueUnavailable, enqueue
 from workbench.judges.base import JudgeFailed, OptionError
 from workbench.judges.registry import BrokenJudge, UnknownJudge
+from workbench.llm.base import ModelUnusable
 from workbench.llm.mlcommons import UnknownModel
 from workbench.store.indices import EVALUATE_BATCH_INDEX
 from workbench.store.repository import Repository
@@ -51,6 +52,8 @@ def http_error(exc: Exception, where: int | None = None) -> Exception:
         error = BadGateway(str(exc))
     elif isinstance(exc, UnknownModel):
         error = BadRequest(exc.reason)
+    elif isinstance(exc, ModelUnusable):
+        error = BadRequest(str(exc))
     else:
         return exc
     if where is not None:

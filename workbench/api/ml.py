@@ -17,7 +17,7 @@ from flask import Blueprint, Response, request
 from workbench.api import caller, check_output_flags, json_body, json_response, services
 from workbench.api.proxy import forward
 from workbench.errors import BadRequest, WorkbenchError
-from workbench.llm.base import ChatRequest, LLMError
+from workbench.llm.base import ChatRequest, LLMError, ModelUnusable
 from workbench.llm.registry import ml_models_search_response
 from workbench.store import plugins
 
@@ -61,12 +61,17 @@ class RemoteServiceError(WorkbenchError):
 
 @bp.route("/_plugins/_ml/models/<model_id>/_predict", methods=["POST"])
 def predict(model_id: str) -> Response:
-    model = services().models.get(model_id)
+    try:
+        model = services().models.get(model_id)
+    except ModelUnusable as exc:  # a stored model that cannot be built (bad key, bad fields)
+        raise BadRequest(str(exc)) from None
     if model is None:  # an ML Commons model of the cluster
         return forward(request, body_bytes=request.get_data())
     chat = _chat_request(json_body() or {})
     try:
         answer = model.chat(chat)
+    except ModelUnusable as exc:  # the model's own set-up: nothing reached the provider
+        raise BadRequest(str(exc)) from None
     except LLMError as exc:
         status = exc.status if exc.status is not None and 400 <= exc.status < 500 else 502
         raise RemoteServiceError(f"Error from remote service: {exc.reason}", status) from None

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from workbench.judges.base import Hit, JudgeFailed, Query, Usage
-from workbench.llm.base import ChatModel, ChatRequest, LLMError
+from workbench.llm.base import ChatModel, ChatRequest, LLMError, ModelUnusable
 from workbench.llm.mlcommons import UnknownModel
 from workbench.llm.pricing import pricing_of
 from workbench.llm.registry import resolve
@@ -171,7 +171,7 @@ class ContextJudge:
             started = time.perf_counter()
             try:
                 result = model.chat(ChatRequest(SYSTEM_PROMPT, user, response_format))
-            except UnknownModel:
+            except (UnknownModel, ModelUnusable):
                 raise
             except LLMError as exc:
                 reason = exc.reason

@@ -31,7 +31,7 @@ from workbench.judges.base import (
 )
 from workbench.judges.rubric import RUBRICS, Grade, Rubric
 from workbench.judgments.llm_parse import ParseFailure
-from workbench.llm.base import ChatModel, ChatRequest, LLMError
+from workbench.llm.base import ChatModel, ChatRequest, LLMError, ModelUnusable
 from workbench.llm.mlcommons import UnknownModel
 from workbench.llm.pricing import pricing_of
 from workbench.llm.registry import resolve
@@ -131,7 +131,7 @@ class LLMJudge:
             try:
                 result = model.chat(ChatRequest(self.rubric.system_prompt, user,
                                                 response_format))
-            except UnknownModel:
+            except (UnknownModel, ModelUnusable):
                 raise  # not the LLM failing: the request named no model (a 400)
             except LLMError as exc:
                 usage.calls += 1

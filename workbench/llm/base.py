@@ -93,6 +93,15 @@ def _rebuild_error(model_id: str, reason: str, status: int | None, retryable: bo
     return LLMError(model_id, reason, status=status, retryable=retryable)
 
 
+class ModelUnusable(LLMError):
+    """The model cannot be called as it is set up (no AWS region or credentials, an unset key
+    variable, an invalid URL or stored model): nothing reached the provider, and only fixing
+    the model helps. Where a request names the model, this is the request's 400."""
+
+    def __reduce__(self) -> Any:
+        return (ModelUnusable, (self.model_id, self.reason))
+
+
 class ChatModel(Protocol):
     """What the judgment job calls. Implementations are safe to share between threads."""
 
@@ -253,7 +262,7 @@ def post_json(
     except urllib3.exceptions.SSLError as exc:
         raise LLMError(model_id, scrub(f"TLS error talking to {where}: {exc}")) from None
     except urllib3.exceptions.LocationValueError:
-        raise LLMError(model_id, f"invalid URL for {where}") from None
+        raise ModelUnusable(model_id, f"invalid URL for {where}") from None
     except urllib3.exceptions.NewConnectionError:
         raise Transient(f"cannot connect to {where}") from None
     except (urllib3.exceptions.TimeoutError, TimeoutError):

@@ -16,6 +16,7 @@ from workbench.llm.base import (
     ChatRequest,
     ChatResult,
     LLMError,
+    ModelUnusable,
     RetryPolicy,
     Transient,
     call_with_retries,
@@ -117,7 +118,8 @@ class BedrockChatModel:
         try:
             client = self.client()
         except Exception as exc:  # noqa: BLE001 - boto3 raises many types for bad set-ups
-            raise LLMError(self.model_id, scrub(f"cannot create a Bedrock client: {exc}")) from None
+            raise ModelUnusable(self.model_id,
+                                scrub(f"cannot create a Bedrock client: {exc}")) from None
 
         def attempt() -> Any:
             return self._converse(client, kwargs)
@@ -161,7 +163,7 @@ class BedrockChatModel:
         except (ConnectionError, HTTPClientError) as exc:
             raise Transient(scrub(f"cannot reach Bedrock ({type(exc).__name__})")) from None
         except NoCredentialsError:
-            raise LLMError(self.model_id, "no AWS credentials found for Bedrock") from None
+            raise ModelUnusable(self.model_id, "no AWS credentials found for Bedrock") from None
         except ParamValidationError as exc:
             raise LLMError(self.model_id, scrub(f"invalid Bedrock request: {exc}")) from None
 

@@ -14,6 +14,7 @@ from workbench.llm.base import (
     ChatRequest,
     ChatResult,
     LLMError,
+    ModelUnusable,
     RetryPolicy,
     call_with_retries,
     check_status,
@@ -80,7 +81,7 @@ class OpenAIChatModel:
             return None
         key = os.environ.get(self.api_key_env)
         if not key:
-            raise LLMError(
+            raise ModelUnusable(
                 self.model_id,
                 f"environment variable {self.api_key_env} (api_key_env) is not set or empty",
             )

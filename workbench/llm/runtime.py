@@ -15,7 +15,7 @@ from contextlib import AbstractContextManager, nullcontext
 from typing import Any
 
 from workbench.config import Config
-from workbench.llm.base import ChatModel, LLMError
+from workbench.llm.base import ChatModel, ModelUnusable
 from workbench.llm.registry import build_model
 from workbench.llm.secrets import SecretBox, SecretKeyMissing, UndecryptableKey
 from workbench.llm.spec import ModelSpec, SpecError, parse_spec
@@ -81,12 +81,12 @@ class StoredModels:
         try:
             spec = stored_spec(doc)
         except SpecError as exc:
-            raise LLMError(model_id, f"the stored model is not valid: {exc}") from None
+            raise ModelUnusable(model_id, f"the stored model is not valid: {exc}") from None
         api_key = None
         token = doc.get(SECRET_FIELD)
         if token:
             try:
                 api_key = self._box.decrypt(str(token))
             except (SecretKeyMissing, UndecryptableKey) as exc:
-                raise LLMError(model_id, str(exc)) from None
+                raise ModelUnusable(model_id, str(exc)) from None
         return build_model(spec, self._config, api_key)
