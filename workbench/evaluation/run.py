@@ -57,7 +57,7 @@ def evaluate(svc: Services, req: Request) -> Evaluated:
         raise JudgeFailed(f"judge [{req.judge}] answered {len(judged.verdicts)} verdicts "
                           f"for {len(top)} hits")
     credited = None if req.expected_ids else one_to_one(judge, req.query, top, judged.verdicts,
-                                                        judged.usage)
+                                                        judged.usage, judged.matches)
     elapsed_ms = (time.perf_counter() - started) * 1000
     usage = judged.usage
     usage.latency_ms = elapsed_ms  # wall clock: concurrent calls are not counted twice
@@ -74,13 +74,13 @@ def evaluate(svc: Services, req: Request) -> Evaluated:
 
 
 def one_to_one(judge: Judge, query: Query, hits: Sequence[Hit], verdicts: Sequence[Verdict],
-               usage: Usage) -> list[int | None] | None:
+               usage: Usage, known: list[list[bool]] | None = None) -> list[int | None] | None:
     """The reference answer credited to each hit under the one-to-one rule (see the module
-    docstring), or None when the rule does not apply. What extra judging costs is added to
-    ``usage``."""
+    docstring), or None when the rule does not apply. ``known``: the judge's own
+    ``Judged.matches``. What extra judging costs is added to ``usage``."""
     if not judge.needs_reference or len(query.references) < 2 or not hits:
         return None
-    matches = reference_matches(judge, query, hits, usage)
+    matches = reference_matches(judge, query, hits, usage, known)
     free = set(range(len(query.references)))
     credited: list[int | None] = []
     for verdict, row in zip(verdicts, matches, strict=True):
@@ -94,16 +94,15 @@ def one_to_one(judge: Judge, query: Query, hits: Sequence[Hit], verdicts: Sequen
     return credited
 
 
-def reference_matches(judge: Judge, query: Query, hits: Sequence[Hit],
-                      usage: Usage) -> list[list[bool]]:
-    """Which reference answers each hit matches: the judge's own ``reference_matches`` when it
-    has one (the built-in reference judges), else its verdict on each reference alone (one more
-    call of the judge per reference answer, its usage added)."""
-    own = getattr(judge, "reference_matches", None)
-    if callable(own):
-        found = own(query, hits)
-        if len(found) == len(hits) and all(len(row) == len(query.references) for row in found):
-            return [[bool(m) for m in row] for row in found]
+def reference_matches(judge: Judge, query: Query, hits: Sequence[Hit], usage: Usage,
+                      known: list[list[bool]] | None = None) -> list[list[bool]]:
+    """Which reference answers each hit matches: ``known`` (the judge's ``Judged.matches``, as
+    the built-in reference judges give it) when it has a row per hit and a column per answer,
+    else the judge's verdict on each reference alone (one more call of the judge per reference
+    answer, its usage added)."""
+    if known is not None and len(known) == len(hits) \
+            and all(len(row) == len(query.references) for row in known):
+        return [[bool(m) for m in row] for row in known]
     columns = []
     for reference in query.references:
         judged = judge.judge(Query(query.text, (reference,), query.fields), hits)

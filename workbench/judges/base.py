@@ -107,11 +107,15 @@ class Usage:
 @dataclass
 class Judged:
     """A batch's verdicts (one per hit, in order), what they cost, and, for ``debug``, the
-    exchanges with a model."""
+    exchanges with a model. ``matches``, from a judge that compares each hit with each
+    reference answer, says which answers each hit matches (one row per hit, one column per
+    answer), so crediting answers one to one needs no second judging; None when the judge
+    does not tell."""
 
     verdicts: list[Verdict]
     usage: Usage = field(default_factory=Usage)
     trace: list[dict[str, Any]] = field(default_factory=list)
+    matches: list[list[bool]] | None = None
 
 
 @dataclass(frozen=True)

@@ -56,12 +56,6 @@ class SemanticJudge:
         matrix = similarities(query.references, [hit.text() for hit in hits])
         return threshold_verdicts(matrix.tolist(), self.threshold)
 
-    def reference_matches(self, query: Query, hits: Sequence[Hit]) -> list[list[bool]]:
-        """Which reference answers each hit matches (its cosine with that one reaches
-        ``threshold``): what the one-to-one rule of the metrics needs."""
-        matrix = similarities(query.references, [hit.text() for hit in hits])
-        return [[float(v) >= self.threshold for v in row] for row in matrix]
-
 
 def build(setup: Setup) -> SemanticJudge:
     check_options(setup, OPTIONS, NAME)

@@ -154,14 +154,15 @@ def best_reference(scores: Sequence[float]) -> tuple[float, int | None]:
 def threshold_verdicts(rows: Sequence[Sequence[float]], threshold: float) -> Judged:
     """The verdicts of a reference judge from its scores (one row per hit, one column per
     reference answer): each hit takes its best score, and is relevant (rating 1) with the
-    reference it matched when that score reaches ``threshold``."""
+    reference it matched when that score reaches ``threshold``; ``matches`` holds which
+    answers each hit reaches the threshold with."""
     verdicts = []
     for row in rows:
         score, index = best_reference([float(v) for v in row])
         relevant = score >= threshold
         verdicts.append(Verdict(1.0 if relevant else 0.0, relevant, score=score,
                                 reference=index if relevant else None))
-    return Judged(verdicts)
+    return Judged(verdicts, matches=[[float(v) >= threshold for v in row] for row in rows])
 
 
 @dataclass(frozen=True)
@@ -182,10 +183,6 @@ class TokenOverlapJudge:
     def judge(self, query: Query, hits: Sequence[Hit]) -> Judged:
         return threshold_verdicts(self.scores(query, hits), self.threshold)
 
-    def reference_matches(self, query: Query, hits: Sequence[Hit]) -> list[list[bool]]:
-        """Which reference answers each hit matches (its score against that one alone reaches
-        ``threshold``): what the one-to-one rule of the metrics needs."""
-        return [[score >= self.threshold for score in row] for row in self.scores(query, hits)]
 
 
 OPTIONS = ("threshold", "minTokens", "queryBoost")
