@@ -14,14 +14,14 @@ from __future__ import annotations
 
 import hashlib
 import json
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from workbench.judges.base import Hit, JudgeFailed, Query, Usage
-from workbench.llm.base import ChatModel, ChatRequest, LLMError, ModelUnusable
-from workbench.llm.mlcommons import UnknownModel
+from workbench.judges.base import Hit, Query, Usage
+from workbench.judges.llm import ask
+from workbench.judgments.llm_parse import ParseFailure
+from workbench.llm.base import ChatModel
 from workbench.llm.pricing import pricing_of
 from workbench.llm.registry import resolve
 from workbench.store.judgment_cache import CacheKey, JudgmentCache, prompt_code
@@ -164,29 +164,19 @@ class ContextJudge:
 
     def _ask(self, model: ChatModel, query: Query, hits: Sequence[Hit],
              usage: Usage) -> Sufficiency:
-        """Structured output first, then once without it (as the per-hit LLM judge does)."""
-        user = user_prompt(query, hits)
-        reason = "no usable answer"
-        for response_format in (RESPONSE_FORMAT, None):
-            started = time.perf_counter()
-            try:
-                result = model.chat(ChatRequest(SYSTEM_PROMPT, user, response_format))
-            except (UnknownModel, ModelUnusable):
-                raise
-            except LLMError as exc:
-                reason = exc.reason
-                continue
-            finally:
-                usage.calls += 1
-                usage.latency_ms += (time.perf_counter() - started) * 1000
-            usage.input_tokens += result.input_tokens
-            usage.output_tokens += result.output_tokens
-            if self.debug:
-                self.trace.append({"judge": NAME, "structured": response_format is not None,
-                                   "user": user, "answer": result.text})
-            verdict = parse(result.text)
-            if verdict is not None:
-                return verdict
-            reason = "the answer holds no JSON object with a boolean 'sufficient'"
-        raise JudgeFailed(f"LLM [{model.model_id}] failed to judge context sufficiency: "
-                          f"{reason}")
+        """Structured output first, then once without it (``workbench.judges.llm.ask``)."""
+
+        def read(text: str) -> Sufficiency:
+            verdict = parse(text)
+            if verdict is None:
+                raise ParseFailure("the answer holds no JSON object with a boolean "
+                                   "'sufficient'")
+            return verdict
+
+        trace: list[dict[str, Any]] = []
+        try:
+            return ask(model, SYSTEM_PROMPT, user_prompt(query, hits), RESPONSE_FORMAT, read,
+                       usage, trace if self.debug else None,
+                       "failed to judge context sufficiency")
+        finally:
+            self.trace.extend({"judge": NAME, **exchange} for exchange in trace)

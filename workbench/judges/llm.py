@@ -12,10 +12,10 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from workbench.judges.base import (
     Hit,
@@ -125,35 +125,51 @@ class LLMJudge:
         user = self.rubric.user_prompt(query.text, query.references,
                                        [(hit.id, hit.content()) for hit in batch])
         allowed = {hit.id for hit in batch}
-        reason = "no usable answer"
-        for response_format in (self.rubric.response_format(), None):
-            started = time.perf_counter()
-            try:
-                result = model.chat(ChatRequest(self.rubric.system_prompt, user,
-                                                response_format))
-            except (UnknownModel, ModelUnusable):
-                raise  # not the LLM failing: the request named no model (a 400)
-            except LLMError as exc:
-                usage.calls += 1
-                usage.latency_ms += (time.perf_counter() - started) * 1000
-                reason = exc.reason
-                continue
+
+        def graded(text: str) -> dict[str, Grade]:
+            grades = self.rubric.parse(text, allowed)
+            if not grades:
+                raise ParseFailure("the answer rated none of the results")
+            return grades
+
+        trace = self._trace if self.debug else None
+        return ask(model, self.rubric.system_prompt, user, self.rubric.response_format(),
+                   graded, usage, trace, "failed"), usage
+
+
+T = TypeVar("T")
+
+
+def ask(model: ChatModel, system: str, user: str, response_format: dict[str, Any],
+        read: Callable[[str], T], usage: Usage, trace: list[dict[str, Any]] | None,
+        failed: str) -> T:
+    """One question to a model: with structured output first, then once without it. Every
+    call's tokens, count and time go to ``usage`` (and, with ``trace``, the exchange); ``read``
+    turns an answer into the result or raises ``ParseFailure``. A model that gives nothing
+    usable either way is ``JudgeFailed`` ("LLM [id] <failed>: <reason>"); an unknown or unusable
+    model is raised as it is (the request's 400), not as the LLM failing."""
+    reason = "no usable answer"
+    for form in (response_format, None):
+        started = time.perf_counter()
+        try:
+            result = model.chat(ChatRequest(system, user, form))
+        except (UnknownModel, ModelUnusable):
+            raise
+        except LLMError as exc:
+            reason = exc.reason
+            continue
+        finally:
             usage.calls += 1
             usage.latency_ms += (time.perf_counter() - started) * 1000
-            usage.input_tokens += result.input_tokens
-            usage.output_tokens += result.output_tokens
-            if self.debug:
-                self._trace.append({"structured": response_format is not None, "user": user,
-                                    "answer": result.text})
-            try:
-                grades = self.rubric.parse(result.text, allowed)
-            except ParseFailure as exc:
-                reason = str(exc)
-                continue
-            if grades:
-                return grades, usage
-            reason = "the answer rated none of the results"
-        raise JudgeFailed(f"LLM [{model.model_id}] failed: {reason}")
+        usage.input_tokens += result.input_tokens
+        usage.output_tokens += result.output_tokens
+        if trace is not None:
+            trace.append({"structured": form is not None, "user": user, "answer": result.text})
+        try:
+            return read(result.text)
+        except ParseFailure as exc:
+            reason = str(exc)
+    raise JudgeFailed(f"LLM [{model.model_id}] {failed}: {reason}")
 
 
 def build(setup: Setup) -> LLMJudge:
