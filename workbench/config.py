@@ -191,7 +191,13 @@ class Config:
         "route; comma-separated for rotation (the first encrypts, any decrypts). The same value "
         "on every API process and worker. Never logged or returned.", secret=True)
     llm_concurrency: int = setting(
-        8, "WORKBENCH_LLM_CONCURRENCY", _positive_int, "LLM calls one judgment job makes at once.")
+        8, "WORKBENCH_LLM_CONCURRENCY", _positive_int,
+        "LLM calls one judgment job makes at once in one worker process (a split job makes "
+        "this many in each process working on it).")
+    split_queries: int = setting(
+        100, "WORKBENCH_SPLIT_QUERIES", _non_negative_int,
+        "A judgment (LLM or reference) or pointwise/hybrid experiment with at least this many "
+        "queries is split into units that every free worker takes a share of; 0 never splits.")
     llm_timeout: float = setting(
         120.0, "WORKBENCH_LLM_TIMEOUT", _positive_float, "Seconds to wait for one LLM answer.")
     llm_max_retries: int = setting(

@@ -134,6 +134,17 @@ class JobControl:
             self.done += count
         self.write()
 
+    def reach(self, done: int) -> None:
+        """``done`` units in all (counted elsewhere, as across the workers of a split job)."""
+        with self._lock:
+            self.done = done
+        self.write()
+
+    def due(self) -> bool:
+        """Whether a progress write would be made now (worth counting what is done)."""
+        with self._lock:
+            return time.monotonic() - self._written_at >= WRITE_INTERVAL
+
     def snapshot(self) -> dict[str, Any]:
         with self._lock:
             out: dict[str, Any] = {"unit": self.unit, "done": self.done, "total": self.total,

@@ -6,8 +6,10 @@ from typing import Any
 
 from celery.exceptions import Retry
 
+from workbench.jobs import fanout
 from workbench.jobs.base import WorkbenchTask, extra_metadata
 from workbench.jobs.celery_app import celery_app, worker_client, worker_services
+from workbench.store.identity import Identity, service_identity
 from workbench.store.indices import (
     EVALUATE_BATCH_INDEX,
     EXPERIMENT_INDEX,
@@ -124,3 +126,21 @@ def evaluate_batch(batch_id: str) -> None:
     from workbench.evaluation import batch_job
 
     batch_job.run(worker_services(), batch_id)
+
+
+class HelperTask(WorkbenchTask):
+    """A helper of a split job (``jobs.fanout``): no lease of its own (the parent holds the
+    entity's; the units have theirs), no entity to mark ERROR (a unit that fails for good fails
+    the parent), and the identity the parent runs as, named in the message."""
+
+    abstract = True
+
+    def job_identity(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Identity:
+        service = service_identity(worker_services().config)
+        user = args[3] if len(args) > 3 else None
+        return Identity(service.authorization, impersonate=user) if user else service
+
+
+@celery_app.task(name=fanout.HELPER_TASK, base=HelperTask)
+def help_split_job(kind_name: str, entity_id: str, run: str, user: str | None = None) -> int:
+    return fanout.help_run(worker_services(), kind_name, entity_id, run)

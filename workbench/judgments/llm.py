@@ -8,6 +8,7 @@ Ratings already known (an ``existingJudgments`` list, or the judgment cache) are
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Iterable
 from concurrent.futures import Future, ThreadPoolExecutor, as_completed
@@ -111,11 +112,13 @@ class CacheWriter:
         self.buffer: dict[CacheKey, dict[str, Any]] = {}
         self.pool = ThreadPoolExecutor(1, thread_name_prefix="cache")
         self.pending: list[Future[None]] = []
+        self.lock = threading.Lock()  # added to from several threads in a split job
 
     def add(self, ratings: dict[CacheKey, dict[str, Any]]) -> None:
-        self.buffer.update(ratings)
-        if len(self.buffer) >= self.batch:
-            self._send()
+        with self.lock:
+            self.buffer.update(ratings)
+            if len(self.buffer) >= self.batch:
+                self._send()
 
     def _send(self) -> None:
         if self.buffer:
@@ -124,7 +127,8 @@ class CacheWriter:
 
     def close(self) -> None:
         """Write what is left and wait; a failed write fails the job (the ratings are paid)."""
-        self._send()
+        with self.lock:
+            self._send()
         try:
             for future in self.pending:
                 future.result()
@@ -236,26 +240,32 @@ class Judge:
                     answer = future.result()
                     if answer is None or self.cancelled():
                         raise self._cancel(futures)
-                    ratings, rationales, error, usage = answer
-                    self.usage.add(usage)
-                    if error is None:
-                        outcomes[number].ratings.update(ratings)
-                        outcomes[number].rationales.update(rationales)
-                        entry = targets[number].entry
-                        cache.add({self.key(entry, d): {"rating": r,
-                                                        "rationale": rationales.get(d)}
-                                   for d, r in ratings.items()})
-                    elif error == BUDGET_STOP:
-                        outcomes[number].unpaid.extend(chunk_ids[future])
-                    else:
-                        outcomes[number].errors.append(error)
-                        outcomes[number].failed_chunks += 1
+                    self.usage.add(answer[3])
+                    cache.add(self.record(outcomes[number], targets[number].entry, answer,
+                                          chunk_ids[future]))
                     waiting[number] -= 1
                     if self.control is not None and waiting[number] == 0:
                         self.control.advance()
             finally:
                 cache.close()  # what was paid for is kept, cancelled or not
         return outcomes
+
+    def record(self, outcome: Outcome, entry: QueryEntry, answer: ChunkAnswer,
+               doc_ids: list[str]) -> dict[CacheKey, dict[str, Any]]:
+        """Fold one chunk's answer (for ``doc_ids``) into its query's outcome; returns the
+        judgment cache entries to write for it."""
+        ratings, rationales, error, _ = answer
+        if error is None:
+            outcome.ratings.update(ratings)
+            outcome.rationales.update(rationales)
+            return {self.key(entry, d): {"rating": r, "rationale": rationales.get(d)}
+                    for d, r in ratings.items()}
+        if error == BUDGET_STOP:
+            outcome.unpaid.extend(doc_ids)
+        else:
+            outcome.errors.append(error)
+            outcome.failed_chunks += 1
+        return {}
 
     def _cancel(self, futures: dict[Future[ChunkAnswer | None], int]) -> Exception:
         """Drop the chunks not started yet; the ``Cancelled`` to raise."""
@@ -406,10 +416,15 @@ def _budget_outcome(judge: Judge, out: dict[str, Any]) -> None:
 
 def generate(svc: Services, judgment_id: str, metadata: dict[str, Any],
              control: JobControl | None = None) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    from workbench.judgments import llm_split  # it builds on this module
+
     judge, entries, targets = prepare(svc, metadata, control)
     if control is not None:
         control.check()
-    outcomes = judge.rate(targets)
+    if llm_split.worth_splitting(svc, judge, targets):
+        outcomes = llm_split.rate(svc, judgment_id, judge, targets, control)
+    else:
+        outcomes = judge.rate(targets)
     budget_reason = judge.budget.reason if judge.budget is not None else None
     ratings, failed, reason = _assemble(targets, outcomes, budget_reason)
     out = dict(metadata)

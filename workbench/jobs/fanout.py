@@ -1,0 +1,450 @@
+"""One large job spread over every worker: a shared queue of units in Redis.
+
+The job that owns the entity (the *parent*: it holds the entity's lease, reads and writes the
+document) cuts its work into units, publishes them and queues one *helper* task. It then works
+on units itself, so a job runs as before when no other worker is free, and waits for the units
+others took. A helper takes units until none are left; when it takes its first unit while
+more remain it queues one more helper, so the crew grows to the number of free workers and no
+further (at most one helper message waits in the queue, and it ends at once if it comes late).
+
+A unit is taken under a lease (``WORKBENCH_LEASE_SECONDS``, renewed by its holder): a unit whose
+holder died (its lease lapsed) is taken again by the next taker, so a lost unit is done again,
+not the whole job. Finishing a unit stores its result once (``HSETNX``): a unit done twice (its
+holder was slow, not dead) keeps the first result, and units are idempotent (their writes use
+stable ids), so the merge is the same either way.
+
+The run's keys are named after a digest of the kind, the entity and the units: a parent that
+runs again (its worker died and the sweeper queued it again) with the same work finds the units
+already done and waits only for the rest. Keys, all expiring ``KEY_TTL`` after publishing::
+
+    wb:fan:<run>:head   JSON every unit of the run needs (the model, the prompt, ...)
+    wb:fan:<run>:units  hash: unit number -> payload JSON
+    wb:fan:<run>:todo   list of unit numbers not taken
+    wb:fan:<run>:taken  hash: unit number -> "<holder> <lease deadline, ms of Redis's clock>"
+    wb:fan:<run>:done   hash: unit number -> result JSON
+    wb:fan:<run>:stop   set when the run is cancelled or failed: nothing more is taken
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import importlib
+import json
+import logging
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import redis
+
+from workbench.jobs.base import JobFailed, failure_reason, is_transient
+from workbench.jobs.control import JobControl
+from workbench.jobs.leases import holder_value
+from workbench.services import Services
+from workbench.store.identity import carry, current
+
+log = logging.getLogger(__name__)
+
+HELPER_TASK = "workbench.jobs.help"
+KEY_TTL = 24 * 3600
+#: how often a participant with nothing to take looks again for units (lost ones, the last ones)
+POLL = 0.1
+
+# Take the next unit (or one whose holder's lease lapsed); nil when stopped or nothing is left.
+_TAKE = """
+if redis.call('EXISTS', KEYS[4]) == 1 then return false end
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local n = redis.call('LPOP', KEYS[1])
+while n and redis.call('HEXISTS', KEYS[5], n) == 1 do n = redis.call('LPOP', KEYS[1]) end
+if not n then
+  local held = redis.call('HGETALL', KEYS[2])
+  for i = 1, #held, 2 do
+    local deadline = tonumber(string.match(held[i + 1], ' (%d+)$'))
+    if deadline < now and redis.call('HEXISTS', KEYS[5], held[i]) == 0 then
+      n = held[i]
+      break
+    end
+  end
+end
+if not n then return false end
+redis.call('HSET', KEYS[2], n, ARGV[1] .. ' ' .. tostring(now + tonumber(ARGV[2])))
+return {n, redis.call('HGET', KEYS[3], n)}
+"""
+# Push the leases of the units still held by ARGV[1] forward.
+_RENEW = """
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+for i = 3, #ARGV do
+  local v = redis.call('HGET', KEYS[1], ARGV[i])
+  if v and string.sub(v, 1, #ARGV[1] + 1) == ARGV[1] .. ' ' then
+    redis.call('HSET', KEYS[1], ARGV[i], ARGV[1] .. ' ' .. tostring(now + tonumber(ARGV[2])))
+  end
+end
+return 0
+"""
+# Store a unit's result once and drop its lease.
+_FINISH = """
+redis.call('HSETNX', KEYS[2], ARGV[1], ARGV[2])
+redis.call('HDEL', KEYS[1], ARGV[1])
+return 0
+"""
+# Give a unit back (its holder stops without a result): first in line again.
+_GIVE_BACK = """
+local v = redis.call('HGET', KEYS[1], ARGV[1])
+if v and string.sub(v, 1, #ARGV[2] + 1) == ARGV[2] .. ' ' then
+  redis.call('HDEL', KEYS[1], ARGV[1])
+  redis.call('LPUSH', KEYS[2], ARGV[1])
+end
+return 0
+"""
+
+
+class UnitWorker(Protocol):
+    """What one process does with the units of one run (built once per process and run)."""
+
+    #: units this process works on at once (threads)
+    threads: int
+
+    def unit(self, payload: Any) -> Any:
+        """Do one unit and return its JSON-able result; called from ``threads`` threads.
+        Anything the unit writes must be written (and idempotent) before it returns."""
+
+    def close(self) -> None:
+        """After this process's last unit: flush what is buffered (best effort writes)."""
+
+
+#: kind -> builds the unit worker from the services, the entity id and the run's head
+KINDS: dict[str, Callable[[Services, str, Any], UnitWorker]] = {}
+#: kind -> the module that registers it in ``KINDS`` (imported when a helper needs it)
+MODULES = {
+    "llm_judgment": "workbench.judgments.llm_split",
+    "reference_judgment": "workbench.judgments.reference_job",
+    "experiment": "workbench.experiments.split",
+}
+
+
+def unit_worker(svc: Services, kind_name: str, entity_id: str, head: Any) -> UnitWorker:
+    if kind_name not in KINDS:
+        importlib.import_module(MODULES[kind_name])
+    return KINDS[kind_name](svc, entity_id, head)
+
+
+class UnitFailed(JobFailed):
+    """A unit failed for good (not a passing outage); the whole run fails with its reason."""
+
+
+@dataclass(frozen=True)
+class Keys:
+    run: str
+
+    def key(self, name: str) -> str:
+        return f"wb:fan:{self.run}:{name}"
+
+    @property
+    def head(self) -> str:
+        return self.key("head")
+
+    @property
+    def units(self) -> str:
+        return self.key("units")
+
+    @property
+    def todo(self) -> str:
+        return self.key("todo")
+
+    @property
+    def taken(self) -> str:
+        return self.key("taken")
+
+    @property
+    def done(self) -> str:
+        return self.key("done")
+
+    @property
+    def stop(self) -> str:
+        return self.key("stop")
+
+    def all(self) -> list[str]:
+        return [self.head, self.units, self.todo, self.taken, self.done, self.stop]
+
+
+def _text(value: bytes | str | int) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def run_name(kind_name: str, entity_id: str, head: Any, payloads: Sequence[Any]) -> str:
+    digest = hashlib.sha256(json.dumps([kind_name, entity_id, head, list(payloads)],
+                                       sort_keys=True, default=str).encode()).hexdigest()
+    return f"{kind_name}:{entity_id}:{digest[:20]}"
+
+
+class Crew:
+    """Takes and does units of one run in this process: ``threads`` threads, each taking one
+    unit at a time, and one heartbeat renewing the leases of the units held."""
+
+    def __init__(self, r: redis.Redis, keys: Keys, worker: UnitWorker, lease_seconds: float,
+                 waits: bool) -> None:
+        """``waits``: the parent's crew keeps looking for units until every unit is done (it
+        takes over those whose holder died); a helper's crew ends when nothing is left."""
+        self.redis = r
+        self.keys = keys
+        self.worker = worker
+        self.lease_ms = max(1000, int(lease_seconds * 1000))
+        self.waits = waits
+        self.holder = holder_value()
+        self.held: set[str] = set()
+        self.lock = threading.Lock()
+        self.stopping = threading.Event()
+        self.total = 0
+        self.taken_any = threading.Event()
+        self.errors: list[BaseException] = []
+
+    def take(self) -> tuple[str, Any] | None:
+        found = self.redis.eval(_TAKE, 5, self.keys.todo, self.keys.taken, self.keys.units,
+                                self.keys.stop, self.keys.done, self.holder, self.lease_ms)
+        if not found:
+            return None
+        number = _text(found[0])
+        with self.lock:
+            self.held.add(number)
+        return number, json.loads(found[1])
+
+    def finish(self, number: str, result: Any) -> None:
+        self.redis.eval(_FINISH, 2, self.keys.taken, self.keys.done, number,
+                        json.dumps(result, separators=(",", ":")))
+        with self.lock:
+            self.held.discard(number)
+
+    def give_back(self, number: str) -> None:
+        with contextlib.suppress(redis.exceptions.RedisError):  # else its lease lapses
+            self.redis.eval(_GIVE_BACK, 2, self.keys.taken, self.keys.todo, number, self.holder)
+        with self.lock:
+            self.held.discard(number)
+
+    def stop(self) -> None:
+        """Nothing more is taken by anyone (a cancel, or a unit that failed for good)."""
+        self.stopping.set()
+        self.redis.set(self.keys.stop, "1", ex=KEY_TTL)
+
+    def complete(self) -> bool:
+        return int(self.redis.hlen(self.keys.done)) >= self.total
+
+    def _beat(self) -> None:
+        while not self.stopping.wait(self.lease_ms / 3000):
+            with self.lock:
+                held = sorted(self.held)
+            if not held:
+                continue
+            try:
+                self.redis.eval(_RENEW, 1, self.keys.taken, self.holder, self.lease_ms, *held)
+            except redis.exceptions.RedisError as exc:
+                log.warning("could not renew the leases of %d unit(s): %s", len(held),
+                            type(exc).__name__)
+
+    def _loop(self, on_first: Callable[[], None] | None) -> None:
+        while not self.stopping.is_set():
+            found = self.take()
+            if found is None:
+                if not self.waits or self.redis.exists(self.keys.stop) or self.complete():
+                    return
+                time.sleep(POLL)
+                continue
+            if on_first is not None and not self.taken_any.is_set():
+                self.taken_any.set()
+                on_first()
+            number, payload = found
+            try:
+                result = self.worker.unit(payload)
+            except BaseException as exc:
+                if is_transient(exc) or not isinstance(exc, Exception):
+                    self.give_back(number)  # done again, here or elsewhere
+                else:  # fails the run: the parent reads the reason from the unit's result
+                    self.finish(number, unit_failed(exc))
+                    self.stop()
+                raise
+            self.finish(number, result)
+
+    def work(self, on_first: Callable[[], None] | None = None) -> None:
+        """Take and do units until none are left (or, waiting, all are done); the first
+        failure is raised after the other threads stopped taking units."""
+        beat = threading.Thread(target=self._beat, name="fanout-lease", daemon=True)
+        beat.start()
+        threads = []
+
+        def loop() -> None:
+            try:
+                self._loop(on_first)
+            except BaseException as exc:  # noqa: BLE001 - handed to the caller below
+                self.errors.append(exc)
+                self.stopping.set()
+
+        try:
+            for number in range(max(1, self.worker.threads)):
+                thread = threading.Thread(target=carry(loop), name=f"fanout-{number}",
+                                          daemon=True)
+                thread.start()
+                threads.append(thread)
+            for thread in threads:
+                thread.join()
+        finally:
+            self.stopping.set()
+            beat.join(5)
+        if self.errors:
+            raise self.errors[0]
+
+
+def results(r: redis.Redis, keys: Keys, total: int) -> list[Any]:
+    """Every unit's result in unit order; None for a unit not done (the run was stopped)."""
+    stored = {_text(k): v for k, v in r.hgetall(keys.done).items()}
+    raw = [stored.get(str(n)) for n in range(total)]
+    return [json.loads(v) if v is not None else None for v in raw]
+
+
+def publish(r: redis.Redis, keys: Keys, head: Any, payloads: Sequence[Any]) -> int:
+    """Make the units takeable; returns how many were already done (an earlier run's)."""
+    r.delete(keys.stop)
+    if not r.exists(keys.units):
+        pipe = r.pipeline(transaction=True)
+        pipe.set(keys.head, json.dumps(head))
+        for start in range(0, len(payloads), 1000):
+            part = payloads[start:start + 1000]
+            pipe.hset(keys.units, mapping={str(start + i): json.dumps(p)
+                                           for i, p in enumerate(part)})
+            pipe.rpush(keys.todo, *[str(start + i) for i in range(len(part))])
+        for key in keys.all():
+            pipe.expire(key, KEY_TTL)
+        pipe.execute()
+        return 0
+    # Run again: every unit neither done, held nor waiting is put back in line.
+    done = {_text(k) for k in r.hkeys(keys.done)}
+    held = {_text(k) for k in r.hkeys(keys.taken)}
+    waiting = {_text(k) for k in r.lrange(keys.todo, 0, -1)}
+    missing = [str(n) for n in range(len(payloads))
+               if str(n) not in done | held | waiting]
+    if missing:
+        r.rpush(keys.todo, *missing)
+    for key in keys.all():
+        r.expire(key, KEY_TTL)
+    log.info("run %s resumed: %d of %d units already done", keys.run, len(done), len(payloads))
+    return len(done)
+
+
+def queue_helper(kind_name: str, entity_id: str, run: str) -> None:
+    """Queue one helper of ``run``, acting as the identity this job acts as."""
+    from workbench.jobs.celery_app import celery_app
+
+    identity = current()
+    user = identity.impersonate if identity is not None else None
+    celery_app.send_task(HELPER_TASK, args=[kind_name, entity_id, run, user])
+
+
+def spread(svc: Services, kind_name: str, entity_id: str, head: Any, payloads: Sequence[Any],
+           weights: Sequence[int], control: JobControl | None) -> list[Any]:
+    """Run every unit (here and on any free worker) and return their results in order.
+
+    ``weights`` are the progress units (queries, pairs) of each unit; ``control`` gets progress
+    and its cancel stops every participant from taking more units: the units in flight, here
+    and on other workers, finish, then ``Cancelled`` is raised."""
+    keys = Keys(run_name(kind_name, entity_id, head, payloads))
+    r = svc.redis
+    already = publish(r, keys, head, payloads)
+    worker = unit_worker(svc, kind_name, entity_id, head)
+    crew = Crew(r, keys, worker, svc.config.lease_seconds, waits=True)
+    crew.total = len(payloads)
+    if already < len(payloads):
+        queue_helper(kind_name, entity_id, keys.run)
+    runner = threading.Thread(target=carry(_work_closing), args=(crew, worker),
+                              name="fanout-parent", daemon=True)
+    runner.start()
+    try:
+        _watch(crew, runner, keys, weights, control)
+    finally:
+        runner.join()
+    if crew.errors:
+        raise crew.errors[0]
+    out = results(r, keys, len(payloads))
+    failed = next((o for o in out if isinstance(o, dict) and "unitError" in o), None)
+    if failed is not None:
+        raise UnitFailed(failed["unitError"])
+    if any(o is None for o in out):
+        raise JobFailed(f"{out.count(None)} of {len(out)} units of the job were not done")
+    return out
+
+
+def _work_closing(crew: Crew, worker: UnitWorker) -> None:
+    try:
+        crew.work()
+    except BaseException as exc:  # noqa: BLE001 - read by the parent through crew.errors
+        if exc not in crew.errors:
+            crew.errors.append(exc)
+    finally:
+        try:
+            worker.close()
+        except Exception as exc:  # noqa: BLE001 - as above
+            crew.errors.append(exc)
+
+
+def _watch(crew: Crew, runner: threading.Thread, keys: Keys, weights: Sequence[int],
+           control: JobControl | None) -> None:
+    """The parent's main thread: progress from the units done, and the cancel flag."""
+    total_weight = sum(weights)
+    if control is not None:
+        control.start(total_weight, control.phase)
+    while runner.is_alive():
+        runner.join(0.25)
+        if control is None:
+            continue
+        if control.cancelled():
+            crew.stop()
+            runner.join()
+            _drain(crew, keys)
+            raise control.error()
+        done = [int(k) for k in crew.redis.hkeys(keys.done)] if control.due() else None
+        if done is not None:
+            control.reach(sum(weights[n] for n in done if n < len(weights)))
+    if control is not None and not crew.errors:
+        control.reach(total_weight)
+
+
+def _drain(crew: Crew, keys: Keys) -> None:
+    """After a stop: wait until no unit is held by a live holder (units in flight on other
+    workers finish and write what they write), at most one lease period."""
+    deadline = time.monotonic() + crew.lease_ms / 1000
+    while crew.redis.hlen(keys.taken) and time.monotonic() < deadline:
+        time.sleep(POLL)
+
+
+def unit_failed(exc: BaseException) -> dict[str, str]:
+    """The result a unit stores when it failed for good: the parent fails the run with it."""
+    return {"unitError": failure_reason(exc)}
+
+
+def help_run(svc: Services, kind_name: str, entity_id: str, run: str) -> int:
+    """A helper task: take and do units of ``run`` until none are left; returns how many this
+    process did. The first unit taken queues one more helper when units remain."""
+    keys = Keys(run)
+    r = svc.redis
+    raw = r.get(keys.head)
+    if raw is None or r.exists(keys.stop) or not r.llen(keys.todo):
+        return 0
+    worker = unit_worker(svc, kind_name, entity_id, json.loads(raw))
+    crew = Crew(r, keys, worker, svc.config.lease_seconds, waits=False)
+
+    def more() -> None:
+        if r.llen(keys.todo):
+            queue_helper(kind_name, entity_id, run)
+
+    done_before = int(r.hlen(keys.done))
+    try:
+        crew.work(on_first=more)
+    except Exception as exc:
+        if is_transient(exc):
+            raise  # waited out by the task, which runs this helper again
+        log.error("unit of %s %s failed: %s", kind_name, entity_id, failure_reason(exc))
+    finally:
+        worker.close()
+    return max(0, int(r.hlen(keys.done)) - done_before)

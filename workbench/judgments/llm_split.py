@@ -1,0 +1,91 @@
+"""LLM_JUDGMENT over every free worker (``jobs.fanout``): each query with hits to rate is one
+unit. Every process working on the job makes ``WORKBENCH_LLM_CONCURRENCY`` calls at once (one
+unit per thread), writes its ratings to the judgment cache as it goes, and returns per unit what
+``Judge.rate`` would have folded into the query's outcome; the parent merges them in query
+order, so the judgment is the one a single worker would have written.
+
+A judgment with a token or cost budget is not split: the budget is counted in one process.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from workbench.jobs import fanout
+from workbench.jobs.control import JobControl
+from workbench.judgments.llm import CacheWriter, Judge, Outcome, Usage
+from workbench.judgments.retrieval import Target
+from workbench.querysets.entries import QueryEntry
+from workbench.services import Services
+
+KIND = "llm_judgment"
+
+
+def worth_splitting(svc: Services, judge: Judge, targets: list[Target]) -> bool:
+    threshold = svc.config.split_queries
+    return threshold > 0 and judge.budget is None and len(_asked(targets)) >= threshold
+
+
+def _asked(targets: list[Target]) -> list[int]:
+    """The targets with at least one hit not known yet."""
+    return [n for n, t in enumerate(targets) if any(d not in t.known for d, _ in t.hits)]
+
+
+def rate(svc: Services, judgment_id: str, judge: Judge, targets: list[Target],
+         control: JobControl | None) -> list[Outcome]:
+    """``Judge.rate`` spread over the workers: the same outcomes, and the usage added to
+    ``judge.usage``."""
+    asked = _asked(targets)
+    payloads = [{"queryText": targets[n].entry.query_text,
+                 "customFields": targets[n].entry.custom_fields,
+                 "hits": [[d, shown] for d, shown in targets[n].hits
+                          if d not in targets[n].known]} for n in asked]
+    head = {"metadata": judge.metadata, "index": judge.index}
+    if control is not None:
+        control.phase = "rating"
+    results = fanout.spread(svc, KIND, judgment_id, head, payloads, [1] * len(payloads), control)
+    outcomes = [Outcome() for _ in targets]
+    for number, target in enumerate(targets):
+        outcomes[number].sent = [d for d, _ in target.hits if d not in target.known]
+    for number, result in zip(asked, results, strict=True):
+        outcome = outcomes[number]
+        outcome.ratings = result["ratings"]
+        outcome.rationales = result["rationales"]
+        outcome.errors = result["errors"]
+        outcome.chunks = result["chunks"]
+        outcome.failed_chunks = result["failedChunks"]
+        judge.usage.add(Usage(**result["usage"]))
+    return outcomes
+
+
+class Units:
+    """One process's share of a split LLM judgment."""
+
+    def __init__(self, svc: Services, judgment_id: str, head: dict[str, Any]) -> None:
+        self.judge = Judge(svc, head["metadata"], head["index"])
+        self.threads = svc.config.llm_concurrency
+        self.cache = CacheWriter(self.judge.cache)
+
+    def unit(self, payload: dict[str, Any]) -> dict[str, Any]:
+        entry = QueryEntry(payload["queryText"], dict(payload.get("customFields") or {}))
+        target = Target(entry, [(d, shown) for d, shown in payload["hits"]])
+        outcome, usage = Outcome(), Usage()
+        chunks = self.judge.plan(target)
+        for chunk in chunks:
+            answer = self.judge._chunk(entry, chunk)
+            assert answer is not None  # only a job's own control cancels a call
+            usage.add(answer[3])
+            self.cache.add(self.judge.record(outcome, entry, answer,
+                                             [c.split("::", 1)[1] for c, _ in chunk]))
+        return {"ratings": outcome.ratings, "rationales": outcome.rationales,
+                "errors": outcome.errors, "chunks": len(chunks),
+                "failedChunks": outcome.failed_chunks,
+                "usage": {"input_tokens": usage.input_tokens,
+                          "output_tokens": usage.output_tokens, "llm_calls": usage.llm_calls,
+                          "latency_ms": usage.latency_ms}}
+
+    def close(self) -> None:
+        self.cache.close()
+
+
+fanout.KINDS[KIND] = Units
