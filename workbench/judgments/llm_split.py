@@ -40,7 +40,9 @@ def rate(svc: Services, judgment_id: str, judge: Judge, targets: list[Target],
                  "customFields": targets[n].entry.custom_fields,
                  "hits": [[d, shown] for d, shown in targets[n].hits
                           if d not in targets[n].known]} for n in asked]
-    head = {"metadata": judge.metadata, "index": judge.index}
+    # Progress changes while the job runs; the rest names the work (a re-run resumes it).
+    settings = {k: v for k, v in judge.metadata.items() if k != "progress"}
+    head = {"metadata": settings, "index": judge.index}
     if control is not None:
         control.phase = "rating"
     results = fanout.spread(svc, KIND, judgment_id, head, payloads, [1] * len(payloads), control)

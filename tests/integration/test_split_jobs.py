@@ -1,0 +1,227 @@
+"""A large judgment split over two real workers (``jobs.fanout``): the same ratings as one worker
+gives, both workers doing a share, a unit lost with a killed worker done again by the other, and
+a cancel that stops every worker.
+
+The stand-in LLM's default answer is a deterministic word-overlap judge, so the judgment the
+session's worker makes unsplit (its threshold is the default 100 queries) is the reference.
+"""
+
+from __future__ import annotations
+
+import re
+import signal
+import time
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import psutil
+import pytest
+import redis
+from opensearchpy import OpenSearch
+
+from tests.conftest import JUDGE_MODEL
+from tests.support.api import Api
+from tests.support.llm_server import LLMServer
+from tests.support.processes import Server, Worker
+
+QUERIES = 12
+DOCS = 3
+HELPER_DONE = re.compile(r"Task workbench\.jobs\.help\[[^\]]+\] succeeded in [\d.]+s: (\d+)")
+PARENT_DONE = re.compile(r"Task workbench\.judgments\.generate\[[^\]]+\] succeeded")
+
+
+@pytest.fixture(scope="module")
+def products(api: Api, direct: OpenSearch) -> Iterator[dict[str, Any]]:
+    index = f"test-split-{uuid.uuid4().hex[:6]}"
+    direct.indices.create(index=index)
+    for q in range(QUERIES):
+        for d in range(DOCS):
+            direct.index(index=index, id=f"q{q}-d{d}",
+                         body={"title": f"item{q} {'red shoe' if d else 'blue hat'} {d}"})
+    direct.indices.refresh(index=index)
+    query_set = api.srw("PUT", "/query_sets", {"name": "split", "querySetQueries": [
+        {"queryText": f"item{q} red shoe"} for q in range(QUERIES)]}).json["query_set_id"]
+    config = api.srw("PUT", "/search_configurations", {
+        "name": "split", "index": index,
+        "query": '{"query":{"match":{"title":"%SearchText%"}}}'}).json["search_configuration_id"]
+    yield {"querySetId": query_set, "config": config}
+    direct.indices.delete(index=index)
+
+
+@pytest.fixture(scope="module")
+def crew(env: dict[str, str]) -> Iterator[dict[str, Any]]:
+    """An API server and two workers (one job at a time each) on a queue of their own, splitting
+    any judgment of 4 queries or more; units leased for 3 s."""
+    crew_env = dict(env, WORKBENCH_QUEUE=f"split-{uuid.uuid4().hex[:8]}",
+                    WORKBENCH_SPLIT_QUERIES="4", WORKBENCH_LEASE_SECONDS="3",
+                    WORKBENCH_LLM_CONCURRENCY="2")
+    server = Server(crew_env)
+    workers = [Worker(crew_env, extra=["--concurrency", "1"]) for _ in range(2)]
+    yield {"api": Api(server.url), "workers": workers, "env": crew_env}
+    for worker in workers:
+        if worker.alive():
+            worker.stop()
+    server.stop()
+
+
+def body(products: dict[str, Any], **fields: Any) -> dict[str, Any]:
+    return {"name": f"split-{uuid.uuid4().hex[:8]}", "type": "LLM_JUDGMENT",
+            "modelId": JUDGE_MODEL, "querySetId": products["querySetId"],
+            "searchConfigurationList": [products["config"]], "size": DOCS,
+            "contextFields": ["title"], "overwriteCache": True, **fields}
+
+
+def start(api: Api, payload: dict[str, Any]) -> str:
+    reply = api.srw("PUT", "/judgments", payload)
+    assert reply.status == 200, reply.data
+    return str(reply.json["judgment_id"])
+
+
+def finished(api: Api, judgment_id: str, timeout: float = 120) -> dict[str, Any]:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        source = api.srw("GET", f"/judgments/{judgment_id}").json["hits"]["hits"][0]["_source"]
+        if source["status"] not in ("PROCESSING", "RETRYING"):
+            return source  # type: ignore[no-any-return]
+        time.sleep(0.2)
+    raise AssertionError(f"judgment {judgment_id} did not finish")
+
+
+def units_done(log: str) -> list[int]:
+    return [int(n) for n in HELPER_DONE.findall(log)]
+
+
+def test_a_split_judgment_equals_the_unsplit_one_and_both_workers_share_it(
+        crew: dict[str, Any], api: Api, worker: Worker, products: dict[str, Any],
+        llm: LLMServer) -> None:
+    llm.latency = 0.2
+    reference = finished(api, start(api, body(products)))  # the session's worker: not split
+    assert reference["status"] == "COMPLETED", reference
+    calls = llm.calls
+    logs = [w.log() for w in crew["workers"]]
+    done = finished(crew["api"], start(crew["api"], body(products)))
+    assert done["status"] == "COMPLETED", done
+    assert done["judgmentRatings"] == reference["judgmentRatings"]
+    assert len(done["judgmentRatings"]) == QUERIES
+    assert llm.calls - calls == QUERIES  # one call per query, none twice
+    usage, expected = done["metadata"]["usage"], reference["metadata"]["usage"]
+    for field in ("llmCalls", "inputTokens", "outputTokens", "totalTokens"):
+        assert usage[field] == expected[field], field
+    for field in ("totalQueries", "successfulQueries", "failedQueries"):
+        assert done["metadata"][field] == reference["metadata"][field]
+    # One worker ran the job (and units), the other a helper that did at least one unit.
+    new = [w.log()[len(before):] for w, before in zip(crew["workers"], logs, strict=True)]
+    parents = [bool(PARENT_DONE.search(text)) for text in new]
+    helped = [sum(units_done(text)) for text in new]
+    assert parents.count(True) == 1, new
+    assert helped[parents.index(False)] >= 1, (helped, new)
+
+
+def _held_by(r: redis.Redis, judgment_id: str, pids: set[int]) -> bool:
+    """A unit of the judgment's run is held by one of ``pids`` (the holder is host:pid:token)."""
+    for key in r.scan_iter(f"wb:fan:llm_judgment:{judgment_id}:*:taken"):
+        for holder in r.hvals(key):
+            if int(holder.decode().split(" ")[0].split(":")[-2]) in pids:
+                return True
+    return False
+
+
+def _parent_pid(r: redis.Redis, judgment_id: str) -> int | None:
+    """The process holding the judgment job's own lease (``jobs.leases``)."""
+    value = r.get(f"workbench:lease:workbench.judgments.generate:{judgment_id}")
+    return int(value.decode().split(":")[-2]) if value else None
+
+
+def _tree(worker: Worker) -> set[int]:
+    return {worker.pid} | {c.pid for c in psutil.Process(worker.pid).children(True)}
+
+
+def _kill(pids: set[int]) -> None:
+    for pid in pids:
+        try:
+            psutil.Process(pid).send_signal(signal.SIGKILL)
+        except psutil.NoSuchProcess:
+            pass
+
+
+def _replace(crew: dict[str, Any], worker: Worker) -> None:
+    crew["workers"].remove(worker)
+    crew["workers"].append(Worker(crew["env"], extra=["--concurrency", "1"]))
+
+
+def _all_rated(done: dict[str, Any]) -> bool:
+    return done["status"] == "COMPLETED" and len(done["judgmentRatings"]) == QUERIES and all(
+        len(e["ratings"]) == DOCS and "failures" not in e for e in done["judgmentRatings"])
+
+
+def test_units_of_a_killed_helper_are_done_again_by_the_parent(
+        crew: dict[str, Any], redis_url: str, products: dict[str, Any],
+        llm: LLMServer) -> None:
+    """SIGKILL of the helper's worker while it holds units mid-call: after their 3 s lease the
+    parent takes them again, and the judgment completes with every query rated."""
+    llm.latency = 1.0
+    r = redis.Redis.from_url(redis_url)
+    judgment_id = start(crew["api"], body(products))
+    victim = None
+    deadline = time.monotonic() + 30
+    while victim is None and time.monotonic() < deadline:
+        parent = _parent_pid(r, judgment_id)
+        for worker in crew["workers"]:
+            tree = _tree(worker)
+            if parent is not None and parent not in tree and _held_by(r, judgment_id, tree):
+                victim = worker
+        time.sleep(0.05)
+    assert victim is not None, "no helper took a unit"
+    _kill(_tree(victim))
+    done = finished(crew["api"], judgment_id, timeout=120)
+    assert _all_rated(done), done
+    assert done["metadata"]["usage"]["llmCalls"] >= QUERIES
+    _replace(crew, victim)
+
+
+def test_a_killed_parent_is_run_again_and_keeps_the_units_already_done(
+        crew: dict[str, Any], redis_url: str, products: dict[str, Any],
+        llm: LLMServer) -> None:
+    """SIGKILL of the worker running the job itself, once some units are done: the lease
+    sweeper queues the job again, the new run finds the same units (the same work names the
+    same run) and asks the model only about those not done."""
+    llm.latency = 0.5
+    r = redis.Redis.from_url(redis_url)
+    calls = llm.calls
+    judgment_id = start(crew["api"], body(products))
+    deadline = time.monotonic() + 30
+    parent = None
+    while time.monotonic() < deadline:
+        parent = _parent_pid(r, judgment_id)
+        done_units = sum(r.hlen(k) for k in
+                         r.scan_iter(f"wb:fan:llm_judgment:{judgment_id}:*:done"))
+        if parent is not None and done_units >= 4:
+            break
+        time.sleep(0.05)
+    victim = next(w for w in crew["workers"] if parent in _tree(w))
+    _kill(_tree(victim))
+    _replace(crew, victim)
+    done = finished(crew["api"], judgment_id, timeout=180)
+    assert _all_rated(done), done
+    # Units finished before the kill are not asked again (a few in flight may be).
+    assert llm.calls - calls < QUERIES + 4
+
+
+def test_cancel_stops_every_worker(crew: dict[str, Any], products: dict[str, Any],
+                                   llm: LLMServer) -> None:
+    llm.latency = 1.0
+    api = crew["api"]
+    judgment_id = start(api, body(products))
+    deadline = time.monotonic() + 30
+    while llm.calls < 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    reply = api.srw("POST", f"/judgments/{judgment_id}/_cancel")
+    assert reply.status == 200, reply.data
+    done = finished(api, judgment_id)
+    assert done["status"] == "ERROR"
+    assert done["metadata"]["error"] == "cancelled by the user"
+    calls = llm.calls
+    assert calls < QUERIES  # not every query was asked
+    time.sleep(2.5)
+    assert llm.calls == calls  # no worker kept calling
