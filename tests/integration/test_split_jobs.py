@@ -8,6 +8,7 @@ session's worker makes unsplit (its threshold is the default 100 queries) is the
 
 from __future__ import annotations
 
+import contextlib
 import re
 import signal
 import time
@@ -139,10 +140,8 @@ def _tree(worker: Worker) -> set[int]:
 
 def _kill(pids: set[int]) -> None:
     for pid in pids:
-        try:
+        with contextlib.suppress(psutil.NoSuchProcess):
             psutil.Process(pid).send_signal(signal.SIGKILL)
-        except psutil.NoSuchProcess:
-            pass
 
 
 def _replace(crew: dict[str, Any], worker: Worker) -> None:

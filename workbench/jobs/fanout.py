@@ -53,9 +53,15 @@ KEY_TTL = 24 * 3600
 #: how often a participant with nothing to take looks again for units (lost ones, the last ones)
 POLL = 0.1
 
-# Take the next unit (or one whose holder's lease lapsed); nil when stopped or nothing is left.
+# Store the result of the unit just done, if any (once, and drop its lease); then take the next
+# unit (or one whose holder's lease lapsed): false when stopped or nothing is left. One round
+# trip per unit.
 _TAKE = """
-if redis.call('EXISTS', KEYS[4]) == 1 then return false end
+if ARGV[3] ~= '' then
+  redis.call('HSETNX', KEYS[5], ARGV[3], ARGV[4])
+  redis.call('HDEL', KEYS[2], ARGV[3])
+end
+if ARGV[5] == '' or redis.call('EXISTS', KEYS[4]) == 1 then return false end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local n = redis.call('LPOP', KEYS[1])
@@ -84,12 +90,6 @@ for i = 3, #ARGV do
     redis.call('HSET', KEYS[1], ARGV[i], ARGV[1] .. ' ' .. tostring(now + tonumber(ARGV[2])))
   end
 end
-return 0
-"""
-# Store a unit's result once and drop its lease.
-_FINISH = """
-redis.call('HSETNX', KEYS[2], ARGV[1], ARGV[2])
-redis.call('HDEL', KEYS[1], ARGV[1])
 return 0
 """
 # Give a unit back (its holder stops without a result): first in line again.
@@ -200,24 +200,27 @@ class Crew:
         self.lock = threading.Lock()
         self.stopping = threading.Event()
         self.total = 0
+        self.finished = 0  # units this process finished
         self.taken_any = threading.Event()
         self.errors: list[BaseException] = []
+        self._take = r.register_script(_TAKE)
 
-    def take(self) -> tuple[str, Any] | None:
-        found = self.redis.eval(_TAKE, 5, self.keys.todo, self.keys.taken, self.keys.units,
-                                self.keys.stop, self.keys.done, self.holder, self.lease_ms)
-        if not found:
-            return None
-        number = _text(found[0])
+    def take(self, finished: tuple[str, Any] | None = None, more: bool = True,
+             ) -> tuple[str, Any] | None:
+        """Store ``finished`` (unit number, result) if given; then, with ``more``, take the
+        next unit (None: stopped, or nothing to take now)."""
+        number, result = finished if finished is not None else ("", None)
+        found = self._take(keys=[self.keys.todo, self.keys.taken, self.keys.units,
+                                 self.keys.stop, self.keys.done],
+                           args=[self.holder, self.lease_ms, number,
+                                 json.dumps(result, separators=(",", ":")), "1" if more else ""])
         with self.lock:
-            self.held.add(number)
-        return number, json.loads(found[1])
-
-    def finish(self, number: str, result: Any) -> None:
-        self.redis.eval(_FINISH, 2, self.keys.taken, self.keys.done, number,
-                        json.dumps(result, separators=(",", ":")))
-        with self.lock:
-            self.held.discard(number)
+            if finished is not None:
+                self.held.discard(number)
+                self.finished += 1
+            if found:
+                self.held.add(_text(found[0]))
+        return (_text(found[0]), json.loads(found[1])) if found else None
 
     def give_back(self, number: str) -> None:
         with contextlib.suppress(redis.exceptions.RedisError):  # else its lease lapses
@@ -246,9 +249,13 @@ class Crew:
                             type(exc).__name__)
 
     def _loop(self, on_first: Callable[[], None] | None) -> None:
-        while not self.stopping.is_set():
-            found = self.take()
+        finished: tuple[str, Any] | None = None
+        while True:
+            found = self.take(finished, more=not self.stopping.is_set())
+            finished = None
             if found is None:
+                if self.stopping.is_set():
+                    return
                 if not self.waits or self.redis.exists(self.keys.stop) or self.complete():
                     return
                 time.sleep(POLL)
@@ -263,10 +270,10 @@ class Crew:
                 if is_transient(exc) or not isinstance(exc, Exception):
                     self.give_back(number)  # done again, here or elsewhere
                 else:  # fails the run: the parent reads the reason from the unit's result
-                    self.finish(number, unit_failed(exc))
+                    self.take((number, unit_failed(exc)), more=False)
                     self.stop()
                 raise
-            self.finish(number, result)
+            finished = (number, result)
 
     def work(self, on_first: Callable[[], None] | None = None) -> None:
         """Take and do units until none are left (or, waiting, all are done); the first
@@ -351,7 +358,10 @@ def spread(svc: Services, kind_name: str, entity_id: str, head: Any, payloads: S
     and on other workers, finish, then ``Cancelled`` is raised."""
     keys = Keys(run_name(kind_name, entity_id, head, payloads))
     r = svc.redis
+    started = time.monotonic()
     already = publish(r, keys, head, payloads)
+    log.info("%s %s split into %d units (%d done before)", kind_name, entity_id, len(payloads),
+             already)
     worker = unit_worker(svc, kind_name, entity_id, head)
     crew = Crew(r, keys, worker, svc.config.lease_seconds, waits=True)
     crew.total = len(payloads)
@@ -367,6 +377,8 @@ def spread(svc: Services, kind_name: str, entity_id: str, head: Any, payloads: S
     if crew.errors:
         raise crew.errors[0]
     out = results(r, keys, len(payloads))
+    log.info("%s %s: %d units done in %.2f s", kind_name, entity_id, len(payloads),
+             time.monotonic() - started)
     failed = next((o for o in out if isinstance(o, dict) and "unitError" in o), None)
     if failed is not None:
         raise UnitFailed(failed["unitError"])
@@ -438,7 +450,6 @@ def help_run(svc: Services, kind_name: str, entity_id: str, run: str) -> int:
         if r.llen(keys.todo):
             queue_helper(kind_name, entity_id, run)
 
-    done_before = int(r.hlen(keys.done))
     try:
         crew.work(on_first=more)
     except Exception as exc:
@@ -447,4 +458,4 @@ def help_run(svc: Services, kind_name: str, entity_id: str, run: str) -> int:
         log.error("unit of %s %s failed: %s", kind_name, entity_id, failure_reason(exc))
     finally:
         worker.close()
-    return max(0, int(r.hlen(keys.done)) - done_before)
+    return crew.finished

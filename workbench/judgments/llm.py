@@ -284,7 +284,8 @@ class Judge:
         job was cancelled before a call."""
         usage = Usage()
         user = self.user_message(entry, chunk)
-        expected = self.call_tokens(user, chunk)
+        # Counted only for a budget's reservation (tokenising is a large part of a call's CPU).
+        expected = self.call_tokens(user, chunk) if self.budget is not None else (0, 0)
         allowed = {composite.split("::", 1)[1] for composite, _ in chunk}
         error = ""
         structured = (response_format_with_rationale(self.rating_type) if self.rationale

@@ -21,7 +21,7 @@ from functools import cache
 
 import tiktoken
 
-from workbench.judgments.llm_prompt import hit_object, user_content_parts
+from workbench.judgments.llm_prompt import hit_object, hits_json, user_content_parts
 from workbench.llm.base import json_escape
 
 Hit = tuple[str, str]
@@ -117,7 +117,14 @@ def chunk_hits(
     plugin, a hit that starts a new chunk is checked on its own as well, so no prompt exceeds the
     limit (unless one token of context is already too much). Hit order is kept.
     """
-    counter = _PromptCounter(system, user_content_parts(template, query_text, custom_fields))
+    parts = user_content_parts(template, query_text, custom_fields)
+    if not hits:
+        return []
+    whole = (_MESSAGES_HEAD + json_escape(system) + _MESSAGES_MIDDLE
+             + json_escape(hits_json(hits).join(parts)) + _MESSAGES_TAIL)
+    if len(whole.encode()) <= token_limit:  # every token is at least one byte: all fit
+        return [list(hits)]
+    counter = _PromptCounter(system, parts)
     chunks: list[list[Hit]] = []
     current: list[Hit] = []
     mids = 0  # sum of counter.mid() over `current`
