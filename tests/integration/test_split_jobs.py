@@ -224,3 +224,27 @@ def test_cancel_stops_every_worker(crew: dict[str, Any], products: dict[str, Any
     assert calls < QUERIES  # not every query was asked
     time.sleep(2.5)
     assert llm.calls == calls  # no worker kept calling
+
+
+def test_a_split_reference_judgment_equals_the_unsplit_one(
+        crew: dict[str, Any], api: Api, worker: Worker, products: dict[str, Any]) -> None:
+    """token_overlap over 12 queries with reference answers, in units of 10 queries on two
+    workers: the same entries and counts as one worker's."""
+    query_set = api.srw("PUT", "/query_sets", {"name": "split ref", "querySetQueries": [
+        {"queryText": f"item{q} red shoe", "referenceAnswer": f"item{q} blue hat {q % 3}"}
+        for q in range(QUERIES)]}).json["query_set_id"]
+    payload = {"type": "REFERENCE_JUDGMENT", "judge": "token_overlap",
+               "querySetId": query_set, "searchConfigurationList": [products["config"]],
+               "size": DOCS, "contextFields": ["title"]}
+    reference = finished(api, start(api, {**payload, "name": "unsplit"}))
+    judgment_id = start(crew["api"], {**payload, "name": "split"})
+    done = finished(crew["api"], judgment_id)
+    assert done["status"] == reference["status"] == "COMPLETED", done
+    assert any(f"reference_judgment {judgment_id} split into 2 units" in w.log()
+               for w in crew["workers"])
+    assert done["judgmentRatings"] == reference["judgmentRatings"]
+    assert len(done["judgmentRatings"]) == QUERIES
+    ratings = [r["rating"] for e in done["judgmentRatings"] for r in e["ratings"]]
+    assert "1.0" in ratings and "0.0" in ratings  # a comparison that can tell them apart
+    for field in ("totalQueries", "successfulQueries", "failedQueries"):
+        assert done["metadata"][field] == reference["metadata"][field], field

@@ -51,7 +51,7 @@ def generate(svc: Services, judgment_id: str) -> None:
     elif doc["type"] == "UBI_JUDGMENT":
         ratings = ubi.generate(svc.client, metadata)
     elif doc["type"] == "REFERENCE_JUDGMENT":
-        ratings, metadata = reference_job.generate(svc, metadata)
+        ratings, metadata = reference_job.generate(svc, metadata, judgment_id, control)
     else:
         ratings, metadata = llm.generate(svc, judgment_id, metadata, control)
     control.check()
