@@ -1,9 +1,14 @@
 """Scale-out: how LLM work spreads over worker processes, and a rate limit shared by them.
 
 - One LLM judgment of 10,000 query-document pairs (1,000 calls of 10 hits, 100 ms each) with 1,
-  2 and 4 worker processes, against the ideal throughput ``workers x concurrency / latency``
-  calls a second. A judgment is one job on one worker today, so extra workers add nothing to a
-  single judgment: the figure is the baseline the splitting of large jobs must move.
+  2 and 4 worker processes (one job at a time each), split over them (``jobs.fanout``), against
+  the ideal throughput ``workers x concurrency / latency`` calls a second. Two figures per
+  worker count: the throughput while the model is being asked (first call sent to last answer,
+  from the LLM's own request log; the target, 0.85 of ideal at 4 workers, is on this one) and
+  the whole job from the create request to COMPLETED (searching 1,000 queries and writing the
+  10,000 ratings do not shrink with more workers).
+- One HYBRID_OPTIMIZER experiment over 1,500 queries with 1 and 2 workers
+  (``scripts.bench.scale_hybrid``).
 - The same model with ``rateLimit.requestsPerMinute`` R, four worker processes each running
   judgments as fast as they may: the call rate the LLM sees over the steady part of the run,
   against R (target: between 0.95 R and R).
@@ -97,21 +102,30 @@ def run(bench: Bench) -> list[Result]:
             while workers < wanted:
                 bench.worker(WORKBENCH_WORKER_CONCURRENCY="1", **env)
                 workers += 1
-            before = llm.calls
+            before = len(llm.requests)
             started = time.perf_counter()
             reply = api.srw("PUT", "/judgments", {**body, "modelId": "bench-judge"})
             done = wait_status(api, f"/judgments/{reply.json['judgment_id']}", timeout=1800)
             elapsed = time.perf_counter() - started
             assert done["status"] == "COMPLETED", done
-            calls = llm.calls - before
+            sent = [r.received for r in llm.requests[before:]]
+            calls = len(sent)
+            asking = max(sent) + LATENCY - min(sent)  # first call sent to last answer
             ideal = calls * LATENCY / (wanted * CONCURRENCY)
+            pairs = queries * DOCS_PER_QUERY
+            common = {"LLM calls": calls, "latency per call": f"{LATENCY * 1000:g} ms",
+                      "calls at once per worker": CONCURRENCY,
+                      "ideal": "workers x concurrency / latency calls a second"}
             results.append(Result(
-                "scale", f"one judgment, {queries * DOCS_PER_QUERY} pairs, {wanted} worker(s)",
-                elapsed, ideal, target=1 / 0.85,
-                details={"LLM calls": calls, "latency per call": f"{LATENCY * 1000:g} ms",
-                         "calls at once per job": CONCURRENCY,
-                         "throughput vs ideal": round(ideal / elapsed, 3),
-                         "ideal": "workers x concurrency / latency calls a second"}))
+                "scale", f"one judgment, {pairs} pairs, {wanted} worker(s): asking the model",
+                asking, ideal, target=1 / 0.85 if wanted == 4 else None,
+                details={**common, "throughput vs ideal": round(ideal / asking, 3),
+                         "calls a second": round(calls / asking, 1)}))
+            results.append(Result(
+                "scale", f"one judgment, {pairs} pairs, {wanted} worker(s): whole job",
+                elapsed, ideal,
+                details={**common, "throughput vs ideal": round(ideal / elapsed, 3),
+                         "seconds outside the asking": round(elapsed - asking, 2)}))
         per_job = 60 if bench.quick else 150
         small = _setup(bench, api, index, per_job)
         with CallClock(llm) as clock:

@@ -28,6 +28,7 @@ from tests.support.processes import Proc, Server
 from workbench.config import Config
 
 JOBS = 4
+HELPER_DONE = re.compile(r"Task workbench\.jobs\.help\[[^\]]+\] succeeded in [\d.]+s: (\d+)")
 
 
 class NamespacedWorker(Proc):
@@ -85,7 +86,7 @@ def apart(env: dict[str, str], llm_server: LLMServer) -> Iterator[dict[str, Any]
                 port = _port(url, default)
                 relays.append(Relay(ns.host_ip, port, "127.0.0.1", port))
         for number, ns in enumerate(spaces):
-            inside = relayed_env(env, ns, llm_server)
+            inside = dict(relayed_env(env, ns, llm_server), WORKBENCH_SPLIT_QUERIES="4")
             worker = NamespacedWorker(ns, inside, f"apart{number}")
             workers.append(worker)
         for worker in workers:
@@ -154,3 +155,48 @@ def test_two_workers_apart_share_the_queued_jobs(apart: dict[str, Any], llm: LLM
            for worker in apart["workers"]}
     assert sorted(i for jobs in ran.values() for i in jobs) == sorted(ids), ran
     assert all(ran.values()), ran  # both workers, each in its namespace, took jobs
+
+
+def test_one_job_split_across_both_workers(apart: dict[str, Any], llm: LLMServer,
+                                           direct: OpenSearch) -> None:
+    """One judgment of 8 queries (the workers split from 4): the worker that runs it publishes
+    8 units, the other, in its own namespace, takes a share through Redis over the link."""
+    api: Api = apart["api"]
+    index = f"test-apart-{uuid.uuid4().hex[:6]}"
+    for number in range(8):
+        for doc in range(3):
+            direct.index(index=index, id=f"q{number}-{doc}",
+                         body={"title": f"item{number} red shoes {doc}"})
+    direct.indices.refresh(index=index)
+    before = [worker.log() for worker in apart["workers"]]
+    try:
+        config = api.srw("PUT", "/search_configurations", {
+            "name": f"apart {index}", "index": index,
+            "query": '{"query":{"match":{"title":"%SearchText%"}}}'}).json[
+            "search_configuration_id"]
+        query_set = api.srw("PUT", "/query_sets", {"name": f"apart {index}", "querySetQueries": [
+            {"queryText": f"item{number} red shoes"} for number in range(8)]}).json[
+            "query_set_id"]
+        llm.latency = 1.0
+        reply = api.srw("PUT", "/judgments", {
+            "name": "apart split", "type": "LLM_JUDGMENT", "modelId": JUDGE_MODEL,
+            "querySetId": query_set, "searchConfigurationList": [config], "size": 3,
+            "contextFields": ["title"], "overwriteCache": True})
+        assert reply.status == 200, reply.data
+        judgment_id = reply.json["judgment_id"]
+        deadline = time.monotonic() + 120
+        doc: dict[str, Any] = {"status": "PROCESSING"}
+        while time.monotonic() < deadline and doc["status"] in ("PROCESSING", "RETRYING"):
+            doc = api.srw("GET", f"/judgments/{judgment_id}").json["hits"]["hits"][0]["_source"]
+            time.sleep(0.3)
+    finally:
+        llm.latency = 0.0
+        direct.indices.delete(index=index)
+    assert doc["status"] == "COMPLETED", doc
+    assert len(doc["judgmentRatings"]) == 8
+    assert all(len(e["ratings"]) == 3 for e in doc["judgmentRatings"])
+    logs = [worker.log()[len(old):] for worker, old in zip(apart["workers"], before, strict=True)]
+    parent = [f"llm_judgment {judgment_id} split into 8 units" in text for text in logs]
+    assert parent.count(True) == 1, logs
+    helper_log = logs[parent.index(False)]
+    assert sum(int(n) for n in HELPER_DONE.findall(helper_log)) >= 1, helper_log

@@ -76,6 +76,7 @@ class RecordedRequest:
     system: str = ""
     user: str = ""
     response_format: dict[str, Any] | None = None
+    received: float = field(default_factory=time.monotonic)  # when the request arrived
 
     @property
     def has_authorization(self) -> bool:
