@@ -23,6 +23,7 @@ already done and waits only for the rest. Keys, all expiring ``KEY_TTL`` after p
     wb:fan:<run>:taken  hash: unit number -> "<holder> <lease deadline, ms of Redis's clock>"
     wb:fan:<run>:done   hash: unit number -> result JSON
     wb:fan:<run>:stop   set when the run is cancelled or failed: nothing more is taken
+    wb:fan:<run>:tally  hash: the sums of the units' ``tally`` counts (LLM calls, tokens...)
 """
 
 from __future__ import annotations
@@ -49,6 +50,8 @@ from workbench.store.identity import carry, current
 log = logging.getLogger(__name__)
 
 HELPER_TASK = "workbench.jobs.help"
+#: a unit result's key for counts summed over the run as units finish (read for progress)
+TALLY = "tally"
 KEY_TTL = 24 * 3600
 #: how often a participant with nothing to take looks again for units (lost ones, the last ones)
 POLL = 0.1
@@ -58,7 +61,11 @@ POLL = 0.1
 # trip per unit.
 _TAKE = """
 if ARGV[3] ~= '' then
-  redis.call('HSETNX', KEYS[5], ARGV[3], ARGV[4])
+  if redis.call('HSETNX', KEYS[5], ARGV[3], ARGV[4]) == 1 and ARGV[6] ~= '' then
+    for name, count in pairs(cjson.decode(ARGV[6])) do
+      redis.call('HINCRBY', KEYS[6], name, count)
+    end
+  end
   redis.call('HDEL', KEYS[2], ARGV[3])
 end
 if ARGV[5] == '' or redis.call('EXISTS', KEYS[4]) == 1 then return false end
@@ -111,7 +118,9 @@ class UnitWorker(Protocol):
 
     def unit(self, payload: Any) -> Any:
         """Do one unit and return its JSON-able result; called from ``threads`` threads.
-        Anything the unit writes must be written (and idempotent) before it returns."""
+        Anything the unit writes must be written (and idempotent) before it returns. A dict
+        result may carry ``TALLY``: integer counts summed across the run for progress (they
+        are taken out of the stored result)."""
 
     def close(self) -> None:
         """After this process's last unit: flush what is buffered (best effort writes)."""
@@ -168,8 +177,12 @@ class Keys:
     def stop(self) -> str:
         return self.key("stop")
 
+    @property
+    def tally(self) -> str:
+        return self.key("tally")
+
     def all(self) -> list[str]:
-        return [self.head, self.units, self.todo, self.taken, self.done, self.stop]
+        return [self.head, self.units, self.todo, self.taken, self.done, self.stop, self.tally]
 
 
 def _text(value: bytes | str | int) -> str:
@@ -210,10 +223,12 @@ class Crew:
         """Store ``finished`` (unit number, result) if given; then, with ``more``, take the
         next unit (None: stopped, or nothing to take now)."""
         number, result = finished if finished is not None else ("", None)
+        tally = result.pop(TALLY, None) if isinstance(result, dict) else None
         found = self._take(keys=[self.keys.todo, self.keys.taken, self.keys.units,
-                                 self.keys.stop, self.keys.done],
+                                 self.keys.stop, self.keys.done, self.keys.tally],
                            args=[self.holder, self.lease_ms, number,
-                                 json.dumps(result, separators=(",", ":")), "1" if more else ""])
+                                 json.dumps(result, separators=(",", ":")), "1" if more else "",
+                                 json.dumps(tally) if tally else ""])
         with self.lock:
             if finished is not None:
                 self.held.discard(number)
@@ -349,13 +364,20 @@ def queue_helper(kind_name: str, entity_id: str, run: str) -> None:
     celery_app.send_task(HELPER_TASK, args=[kind_name, entity_id, run, user])
 
 
+def tally(r: redis.Redis, keys: Keys) -> dict[str, int]:
+    """The run's tally so far (every unit done anywhere)."""
+    return {_text(k): int(v) for k, v in r.hgetall(keys.tally).items()}
+
+
 def spread(svc: Services, kind_name: str, entity_id: str, head: Any, payloads: Sequence[Any],
-           weights: Sequence[int], control: JobControl | None) -> list[Any]:
+           weights: Sequence[int], control: JobControl | None,
+           progress_tally: bool = False) -> list[Any]:
     """Run every unit (here and on any free worker) and return their results in order.
 
     ``weights`` are the progress units (queries, pairs) of each unit; ``control`` gets progress
-    and its cancel stops every participant from taking more units: the units in flight, here
-    and on other workers, finish, then ``Cancelled`` is raised."""
+    (with ``progress_tally``, its ``usage`` is the run's tally) and its cancel stops every
+    participant from taking more units: the units in flight, here and on other workers,
+    finish, then ``Cancelled`` is raised."""
     keys = Keys(run_name(kind_name, entity_id, head, payloads))
     r = svc.redis
     started = time.monotonic()
@@ -365,6 +387,8 @@ def spread(svc: Services, kind_name: str, entity_id: str, head: Any, payloads: S
     worker = unit_worker(svc, kind_name, entity_id, head)
     crew = Crew(r, keys, worker, svc.config.lease_seconds, waits=True)
     crew.total = len(payloads)
+    if control is not None and progress_tally:
+        control.usage = lambda: tally(r, keys)
     if already < len(payloads):
         queue_helper(kind_name, entity_id, keys.run)
     runner = threading.Thread(target=carry(_work_closing), args=(crew, worker),

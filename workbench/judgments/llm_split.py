@@ -45,7 +45,8 @@ def rate(svc: Services, judgment_id: str, judge: Judge, targets: list[Target],
     head = {"metadata": settings, "index": judge.index}
     if control is not None:
         control.phase = "rating"
-    results = fanout.spread(svc, KIND, judgment_id, head, payloads, [1] * len(payloads), control)
+    results = fanout.spread(svc, KIND, judgment_id, head, payloads, [1] * len(payloads), control,
+                            progress_tally=True)
     outcomes = [Outcome() for _ in targets]
     for number, target in enumerate(targets):
         outcomes[number].sent = [d for d, _ in target.hits if d not in target.known]
@@ -84,7 +85,10 @@ class Units:
                 "failedChunks": outcome.failed_chunks,
                 "usage": {"input_tokens": usage.input_tokens,
                           "output_tokens": usage.output_tokens, "llm_calls": usage.llm_calls,
-                          "latency_ms": usage.latency_ms}}
+                          "latency_ms": usage.latency_ms},
+                # progress.usage while the job runs, as an unsplit job shows it
+                fanout.TALLY: {"llmCalls": usage.llm_calls, "inputTokens": usage.input_tokens,
+                               "outputTokens": usage.output_tokens}}
 
     def close(self) -> None:
         self.cache.close()
