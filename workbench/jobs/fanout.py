@@ -57,9 +57,10 @@ KEY_TTL = 24 * 3600
 POLL = 0.1
 
 # Store the result of the unit just done, if any (once, and drop its lease); then take the next
-# unit (or one whose holder's lease lapsed): false when stopped or nothing is left. One round
-# trip per unit.
+# unit (or one whose holder's lease lapsed): false when stopped or nothing is left, -1 when the
+# run is gone (finished and forgotten, or lost with Redis's data). One round trip per unit.
 _TAKE = """
+if redis.call('EXISTS', KEYS[3]) == 0 then return -1 end
 if ARGV[3] ~= '' then
   if redis.call('HSETNX', KEYS[5], ARGV[3], ARGV[4]) == 1 and ARGV[6] ~= '' then
     for name, count in pairs(cjson.decode(ARGV[6])) do
@@ -140,6 +141,12 @@ def unit_worker(svc: Services, kind_name: str, entity_id: str, head: Any) -> Uni
     if kind_name not in KINDS:
         importlib.import_module(MODULES[kind_name])
     return KINDS[kind_name](svc, entity_id, head)
+
+
+class RunGone(redis.exceptions.ConnectionError):
+    """The run's keys are gone from Redis: finished and forgotten (a late helper stops), or
+    lost with a Redis that restarted without its data. Transient for the parent: its job is
+    run again (``jobs.base``) and publishes the units anew."""
 
 
 class UnitFailed(JobFailed):
@@ -229,6 +236,8 @@ class Crew:
                            args=[self.holder, self.lease_ms, number,
                                  json.dumps(result, separators=(",", ":")), "1" if more else "",
                                  json.dumps(tally) if tally else ""])
+        if found == -1:
+            raise RunGone(f"the units of {self.keys.run} are no longer in Redis")
         with self.lock:
             if finished is not None:
                 self.held.discard(number)
@@ -408,6 +417,7 @@ def spread(svc: Services, kind_name: str, entity_id: str, head: Any, payloads: S
         raise UnitFailed(failed["unitError"])
     if any(o is None for o in out):
         raise JobFailed(f"{out.count(None)} of {len(out)} units of the job were not done")
+    r.delete(*keys.all())  # merged: a helper that comes late finds nothing
     return out
 
 
@@ -476,6 +486,8 @@ def help_run(svc: Services, kind_name: str, entity_id: str, run: str) -> int:
 
     try:
         crew.work(on_first=more)
+    except RunGone:
+        log.info("%s %s: the run ended while this helper worked", kind_name, entity_id)
     except Exception as exc:
         if is_transient(exc):
             raise  # waited out by the task, which runs this helper again
