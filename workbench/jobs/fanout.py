@@ -61,12 +61,17 @@ POLL = 0.1
 # run is gone (finished and forgotten, or lost with Redis's data). One round trip per unit.
 _TAKE = """
 if redis.call('EXISTS', KEYS[3]) == 0 then return -1 end
+local function expiring(key)  -- keys made after publishing expire with the run
+  if redis.call('TTL', key) == -1 then redis.call('EXPIRE', key, ARGV[7]) end
+end
 if ARGV[3] ~= '' then
   if redis.call('HSETNX', KEYS[5], ARGV[3], ARGV[4]) == 1 and ARGV[6] ~= '' then
     for name, count in pairs(cjson.decode(ARGV[6])) do
       redis.call('HINCRBY', KEYS[6], name, count)
     end
+    expiring(KEYS[6])
   end
+  expiring(KEYS[5])
   redis.call('HDEL', KEYS[2], ARGV[3])
 end
 if ARGV[5] == '' or redis.call('EXISTS', KEYS[4]) == 1 then return false end
@@ -86,6 +91,7 @@ if not n then
 end
 if not n then return false end
 redis.call('HSET', KEYS[2], n, ARGV[1] .. ' ' .. tostring(now + tonumber(ARGV[2])))
+expiring(KEYS[2])
 return {n, redis.call('HGET', KEYS[3], n)}
 """
 # Push the leases of the units still held by ARGV[1] forward.
@@ -106,6 +112,7 @@ local v = redis.call('HGET', KEYS[1], ARGV[1])
 if v and string.sub(v, 1, #ARGV[2] + 1) == ARGV[2] .. ' ' then
   redis.call('HDEL', KEYS[1], ARGV[1])
   redis.call('LPUSH', KEYS[2], ARGV[1])
+  redis.call('EXPIRE', KEYS[2], ARGV[3])
 end
 return 0
 """
@@ -235,7 +242,7 @@ class Crew:
                                  self.keys.stop, self.keys.done, self.keys.tally],
                            args=[self.holder, self.lease_ms, number,
                                  json.dumps(result, separators=(",", ":")), "1" if more else "",
-                                 json.dumps(tally) if tally else ""])
+                                 json.dumps(tally) if tally else "", KEY_TTL])
         if found == -1:
             raise RunGone(f"the units of {self.keys.run} are no longer in Redis")
         with self.lock:
@@ -248,7 +255,8 @@ class Crew:
 
     def give_back(self, number: str) -> None:
         with contextlib.suppress(redis.exceptions.RedisError):  # else its lease lapses
-            self.redis.eval(_GIVE_BACK, 2, self.keys.taken, self.keys.todo, number, self.holder)
+            self.redis.eval(_GIVE_BACK, 2, self.keys.taken, self.keys.todo, number, self.holder,
+                            KEY_TTL)
         with self.lock:
             self.held.discard(number)
 
@@ -412,12 +420,12 @@ def spread(svc: Services, kind_name: str, entity_id: str, head: Any, payloads: S
     out = results(r, keys, len(payloads))
     log.info("%s %s: %d units done in %.2f s", kind_name, entity_id, len(payloads),
              time.monotonic() - started)
+    r.delete(*keys.all())  # merged or failed: a helper that comes late finds nothing
     failed = next((o for o in out if isinstance(o, dict) and "unitError" in o), None)
     if failed is not None:
         raise UnitFailed(failed["unitError"])
     if any(o is None for o in out):
         raise JobFailed(f"{out.count(None)} of {len(out)} units of the job were not done")
-    r.delete(*keys.all())  # merged: a helper that comes late finds nothing
     return out
 
 
@@ -448,7 +456,9 @@ def _watch(crew: Crew, runner: threading.Thread, keys: Keys, weights: Sequence[i
             crew.stop()
             runner.join()
             _drain(crew, keys)
-            raise control.error()
+            cancelled = control.error()  # its progress reads the tally: before the keys go
+            crew.redis.delete(*keys.all())
+            raise cancelled
         done = [int(k) for k in crew.redis.hkeys(keys.done)] if control.due() else None
         if done is not None:
             control.reach(sum(weights[n] for n in done if n < len(weights)))
