@@ -1,0 +1,154 @@
+"""``jobs.fanout`` on the real Redis, with units done in this process: each unit done once and
+merged in order, a unit whose holder vanished taken again after its lease, the first result
+kept, a failed unit failing the run, a run resumed with the units already done, and the tally.
+
+Helpers are threads running ``help_run`` (what the helper task runs), so the queueing of helper
+messages is replaced; the Celery side is covered by ``test_split_jobs``.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import redis
+
+from workbench.config import Config
+from workbench.jobs import fanout
+from workbench.jobs.base import JobFailed
+from workbench.services import Services
+
+KIND = "test_squares"
+
+
+class Squares:
+    """A unit is a list of numbers; its result their squares. Counts what this process did."""
+
+    threads = 2
+    done: list[int] = []
+    lock = threading.Lock()
+
+    def __init__(self, svc: Services, entity_id: str, head: dict[str, Any]) -> None:
+        self.delay = float(head.get("delay", 0.0))
+        self.fail_on = head.get("failOn")
+
+    def unit(self, payload: list[int]) -> dict[str, Any]:
+        time.sleep(self.delay)
+        if self.fail_on in payload:
+            raise ValueError(f"cannot square {self.fail_on}")
+        with self.lock:
+            Squares.done.extend(payload)
+        return {"squares": [n * n for n in payload], fanout.TALLY: {"numbers": len(payload)}}
+
+    def close(self) -> None:
+        pass
+
+
+@pytest.fixture
+def svc(env: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> Iterator[Services]:
+    services = Services(Config.from_env(dict(env, WORKBENCH_LEASE_SECONDS="1")))
+    fanout.KINDS[KIND] = Squares
+    Squares.done = []
+    helpers: list[threading.Thread] = []
+
+    def queue_helper(kind_name: str, entity_id: str, run: str) -> None:
+        thread = threading.Thread(target=fanout.help_run,
+                                  args=(services, kind_name, entity_id, run), daemon=True)
+        helpers.append(thread)
+        thread.start()
+
+    monkeypatch.setattr(fanout, "queue_helper", queue_helper)
+    yield services
+    for thread in helpers:
+        thread.join(10)
+    fanout.KINDS.pop(KIND, None)
+
+
+def units(count: int, size: int = 3) -> list[list[int]]:
+    return [list(range(n * size, n * size + size)) for n in range(count)]
+
+
+def test_every_unit_is_done_once_and_merged_in_order(svc: Services) -> None:
+    payloads = units(20)
+    out = fanout.spread(svc, KIND, uuid.uuid4().hex, {"delay": 0.02}, payloads,
+                        [len(p) for p in payloads], None)
+    assert [o["squares"] for o in out] == [[n * n for n in p] for p in payloads]
+    assert sorted(Squares.done) == list(range(60))  # each number once, by whoever took it
+    assert not list(svc.redis.scan_iter("wb:fan:test_squares:*"))  # merged: keys gone
+
+
+def test_a_unit_whose_holder_vanished_is_taken_again_after_its_lease(svc: Services) -> None:
+    """Another "process" takes unit 0 and is never heard of again (no result, no renewal): the
+    parent takes it once its 1 s lease lapses, and the run completes."""
+    entity = uuid.uuid4().hex
+    payloads = units(3)
+    keys = fanout.Keys(fanout.run_name(KIND, entity, {}, payloads))
+    fanout.publish(svc.redis, keys, {}, payloads)
+    ghost = fanout.Crew(svc.redis, keys, Squares(svc, entity, {}), 1.0, waits=False)
+    assert ghost.take() == ("0", [0, 1, 2])
+    started = time.monotonic()
+    out = fanout.spread(svc, KIND, entity, {}, payloads, [3, 3, 3], None)
+    assert time.monotonic() - started >= 0.9  # waited for the lease
+    assert [o["squares"] for o in out] == [[0, 1, 4], [9, 16, 25], [36, 49, 64]]
+
+
+def test_the_first_result_of_a_unit_is_kept(svc: Services) -> None:
+    entity = uuid.uuid4().hex
+    payloads = units(1)
+    keys = fanout.Keys(fanout.run_name(KIND, entity, {}, payloads))
+    fanout.publish(svc.redis, keys, {}, payloads)
+    first = fanout.Crew(svc.redis, keys, Squares(svc, entity, {}), 1.0, waits=False)
+    second = fanout.Crew(svc.redis, keys, Squares(svc, entity, {}), 1.0, waits=False)
+    assert first.take() is not None
+    assert second.take() is None  # held under a live lease: nobody else takes it
+    time.sleep(1.1)
+    assert second.take() == ("0", [0, 1, 2])  # the lease lapsed: taken again
+    first.take(("0", {"squares": "first"}), more=False)  # the slow first holder finishes
+    second.take(("0", {"squares": "second"}), more=False)  # done twice: the first result stays
+    assert fanout.results(svc.redis, keys, 1) == [{"squares": "first"}]
+    svc.redis.delete(*keys.all())
+
+
+def test_a_unit_that_fails_for_good_fails_the_run_with_its_reason(svc: Services) -> None:
+    payloads = units(10)
+    with pytest.raises(fanout.UnitFailed, match="cannot square 13"):
+        fanout.spread(svc, KIND, uuid.uuid4().hex, {"failOn": 13, "delay": 0.05}, payloads,
+                      [3] * 10, None)
+    assert 13 not in Squares.done
+    assert len(Squares.done) < 30  # the others stopped taking units
+    assert not list(svc.redis.scan_iter("wb:fan:test_squares:*"))
+    assert issubclass(fanout.UnitFailed, JobFailed)  # the job ends ERROR with the reason
+
+
+def test_a_run_again_keeps_the_units_already_done_and_sums_the_tally(svc: Services) -> None:
+    entity = uuid.uuid4().hex
+    payloads = units(4)
+    keys = fanout.Keys(fanout.run_name(KIND, entity, {}, payloads))
+    assert fanout.publish(svc.redis, keys, {}, payloads) == 0
+    crew = fanout.Crew(svc.redis, keys, Squares(svc, entity, {}), 5.0, waits=False)
+    for _ in range(2):  # an earlier run did two units, then its worker died
+        number, payload = crew.take() or ("", [])
+        crew.take((number, Squares(svc, entity, {}).unit(payload)), more=False)
+    assert fanout.tally(svc.redis, keys) == {"numbers": 6}
+    Squares.done = []
+    assert fanout.publish(svc.redis, keys, {}, payloads) == 2
+    out = fanout.spread(svc, KIND, entity, {}, payloads, [3] * 4, None)
+    assert sorted(Squares.done) == list(range(6, 12))  # only the two units not done
+    assert [o["squares"][0] for o in out] == [0, 9, 36, 81]
+
+
+def test_a_run_gone_from_redis_is_an_outage_for_its_parent(svc: Services) -> None:
+    r: redis.Redis = svc.redis
+    entity = uuid.uuid4().hex
+    payloads = units(2)
+    keys = fanout.Keys(fanout.run_name(KIND, entity, {}, payloads))
+    fanout.publish(r, keys, {}, payloads)
+    crew = fanout.Crew(r, keys, Squares(svc, entity, {}), 5.0, waits=True)
+    r.delete(*keys.all())  # Redis restarted without its data
+    with pytest.raises(fanout.RunGone):
+        crew.take()
+    assert isinstance(fanout.RunGone("x"), redis.exceptions.ConnectionError)  # waited out
