@@ -9,6 +9,7 @@ cluster. A failed search fails only the variants that needed it.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from workbench.errors import BadRequest, WorkbenchError
@@ -76,10 +77,23 @@ def _searches(ctx: RunContext, entry: QueryEntry, config: dict[str, Any], neural
 
 def run(ctx: RunContext, writer: Writer) -> list[dict[str, Any]]:
     check_configurations(ctx)
-    neural = plugins.has(ctx.svc.client, "opensearch-neural-search")
+    return run_queries(ctx, writer, range(len(ctx.entries)), has_neural(ctx))
+
+
+def has_neural(ctx: RunContext) -> bool:
+    """Whether the cluster combines the scores (else the workbench does)."""
+    return plugins.has(ctx.svc.client, "opensearch-neural-search")
+
+
+def run_queries(ctx: RunContext, writer: Writer, positions: Sequence[int],
+                neural: bool) -> list[dict[str, Any]]:
+    """The results entries of the queries at ``positions`` (one per configuration of each, in
+    order), their evaluation results and variants written; ids come from the query's position
+    in the whole query set, so a run cut into parts writes what the whole run writes."""
     grid = variant_grid()
     results: list[dict[str, Any]] = []
-    for position, entry in enumerate(ctx.entries):
+    for position in positions:
+        entry = ctx.entries[position]
         ratings = ctx.ratings(entry)
         for config_id, config in ctx.configs:
             try:

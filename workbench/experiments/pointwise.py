@@ -6,6 +6,7 @@ them, and returns the experiment's ``results`` index into them.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from workbench.experiments.context import RunContext, Writer, stable_id
@@ -26,7 +27,15 @@ def metrics_docs(lists: list[tuple[list[str], dict[str, float]]],
 
 
 def run(ctx: RunContext, writer: Writer) -> list[dict[str, Any]]:
-    pairs = [(entry, config) for entry in ctx.entries for config in ctx.configs]
+    return run_queries(ctx, writer, range(len(ctx.entries)))
+
+
+def run_queries(ctx: RunContext, writer: Writer, positions: Sequence[int]
+                ) -> list[dict[str, Any]]:
+    """The results entries of the queries at ``positions`` (every configuration of each, in
+    order), their evaluation results and variants written; ids come from the query's position
+    in the whole query set, so a run cut into parts writes what the whole run writes."""
+    pairs = [(ctx.entries[query], config) for query in positions for config in ctx.configs]
     results: list[dict[str, Any]] = [{} for _ in pairs]
     run_id = ctx.run_id or ""
     for batch in stream_searches(ctx, pairs):
@@ -34,7 +43,7 @@ def run(ctx: RunContext, writer: Writer) -> list[dict[str, Any]]:
                                     for position, (doc_ids, _) in batch if doc_ids], ctx.size))
         for position, (doc_ids, took) in batch:
             entry, (config_id, config) = pairs[position]
-            query_number = str(position // len(ctx.configs))
+            query_number = str(positions[position // len(ctx.configs)])
             variant_id = stable_id(ctx.experiment_id, run_id, "variant", config_id,
                                    query_number)
             variant: dict[str, Any] = {

@@ -11,7 +11,7 @@ from typing import Any
 
 from opensearchpy.exceptions import ConflictError, NotFoundError
 
-from workbench.experiments import hybrid, pairwise, pointwise
+from workbench.experiments import hybrid, pairwise, pointwise, split
 from workbench.experiments.context import RunContext, Writer, load
 from workbench.experiments.signature import signature
 from workbench.experiments.waiting import PHASE, JudgmentsPending, await_judgments
@@ -35,10 +35,14 @@ EVENTS = {
 
 
 def execute(ctx: RunContext) -> list[dict[str, Any]]:
-    """Run the experiment's type and write its evaluation results and variants."""
+    """Run the experiment's type and write its evaluation results and variants; a large
+    pointwise or hybrid run is spread over every free worker (``split``)."""
     writer = Writer(ctx.svc)
     try:
-        results = RUNNERS[ctx.experiment["type"]](ctx, writer)
+        if split.worth_splitting(ctx):
+            results = split.run(ctx)
+        else:
+            results = RUNNERS[ctx.experiment["type"]](ctx, writer)
     except Cancelled:
         discard(ctx, writer)
         raise

@@ -1,0 +1,165 @@
+"""POINTWISE_EVALUATION and HYBRID_OPTIMIZER over every free worker (``jobs.fanout``): a run of
+``split_queries`` queries or more is cut into units of consecutive query positions. Each
+process working on it loads the experiment's inputs once, writes the evaluation results and
+variants of its units (the ids come from the query positions, as in a whole run) and returns
+the units' ``results`` entries; the parent joins them in query order, so the experiment is the
+one a single worker would have written.
+
+PAIRWISE_COMPARISON writes nothing per query and is never split.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import math
+import threading
+import time
+from typing import Any
+
+import redis
+
+from workbench.experiments import hybrid, pointwise
+from workbench.experiments.context import RunContext, RunTimedOut, Writer, load
+from workbench.jobs import fanout
+from workbench.jobs.control import Cancelled, JobControl
+from workbench.services import Services
+from workbench.store.indices import EXPERIMENT_INDEX
+
+KIND = "experiment"
+#: most queries in one unit: a hybrid query costs 82 evaluations a configuration, a pointwise
+#: query one
+UNIT_QUERIES = {pointwise.TYPE: 25, hybrid.TYPE: 5}
+#: a run is cut into at least this many units (when it has the queries), so that a run just
+#: past the threshold still has shares for several workers
+MIN_UNITS = 8
+#: the experiment fields a unit needs to load the same inputs as the parent
+HEAD_FIELDS = ("id", "type", "querySetId", "searchConfigurationList", "judgmentList", "size")
+#: (experiment id, run id) -> the inputs of a run this process is the parent of
+_LOADED: dict[tuple[str, str | None], RunContext] = {}
+
+
+def worth_splitting(ctx: RunContext) -> bool:
+    threshold = ctx.svc.config.split_queries
+    return (threshold > 0 and ctx.experiment.get("type") in UNIT_QUERIES
+            and bool(ctx.configs) and len(ctx.entries) >= threshold)
+
+
+def unit_ranges(queries: int, per_unit: int) -> list[list[int]]:
+    """[start, stop) query positions of each unit, in order."""
+    size = max(1, min(per_unit, math.ceil(queries / MIN_UNITS)))
+    return [[start, min(start + size, queries)] for start in range(0, queries, size)]
+
+
+def run(ctx: RunContext) -> list[dict[str, Any]]:
+    """The experiment's ``results`` as the type's ``run`` gives them, the units done here and
+    on any free worker. A cancel stops every worker (units in flight finish first, so the
+    caller's discard finds all they wrote); a scheduled run past its deadline ends TIMEOUT."""
+    kind = ctx.experiment["type"]
+    head: dict[str, Any] = {"experimentId": ctx.experiment_id, "runId": ctx.run_id,
+                            "experiment": {k: ctx.experiment.get(k) for k in HEAD_FIELDS}}
+    if kind == hybrid.TYPE:
+        hybrid.check_configurations(ctx)
+        head["neural"] = hybrid.has_neural(ctx)
+    ranges = unit_ranges(len(ctx.entries), UNIT_QUERIES[kind])
+    weights = [(stop - start) * len(ctx.configs) for start, stop in ranges]
+    control = ctx.control if ctx.deadline is None else Deadline(ctx)
+    key = (ctx.experiment_id, ctx.run_id)
+    # The parent's own units use the inputs already loaded, without its control and deadline.
+    _LOADED[key] = dataclasses.replace(ctx, control=None, deadline=None,
+                                       _ratings={}, _rows=[])
+    try:
+        parts = fanout.spread(ctx.svc, KIND, ctx.experiment_id, head, ranges, weights, control)
+    except Cancelled:
+        # The run is over and its units' results are not kept: a later run of the same
+        # experiment starts from nothing, as the caller's discard leaves it.
+        keys = fanout.Keys(fanout.run_name(KIND, ctx.experiment_id, head, ranges))
+        with contextlib.suppress(redis.exceptions.RedisError):
+            ctx.svc.redis.delete(*keys.all())
+        if isinstance(control, Deadline) and control.expired:
+            raise RunTimedOut("the scheduled run exceeded scheduled_experiments_timeout") \
+                from None
+        raise
+    finally:
+        _LOADED.pop(key, None)
+    return [entry for part in parts for entry in part]
+
+
+class Deadline(JobControl):
+    """Stands in for the control of a run with a deadline (a scheduled run, which has no cancel
+    and no progress): the deadline stops the run's units as a cancel does."""
+
+    def __init__(self, ctx: RunContext) -> None:
+        super().__init__(ctx.svc, EXPERIMENT_INDEX, {"_id": ctx.run_id or ctx.experiment_id},
+                         "pairs", in_metadata=False)
+        self.deadline = ctx.deadline if ctx.deadline is not None else math.inf
+        self.expired = False
+
+    def cancelled(self) -> bool:
+        if time.monotonic() > self.deadline:
+            self.expired = True
+        return self.expired
+
+    def due(self) -> bool:
+        return False
+
+    def write(self, force: bool = False) -> None:
+        """No progress is recorded for a scheduled run."""
+
+
+class Units:
+    """One process's share of a split experiment: its inputs loaded once, and two units at a
+    time, each thread with a writer of its own, so that one unit's writes overlap the other's
+    searches (a unit waits for its writes before it is done)."""
+
+    threads = 2
+
+    def __init__(self, svc: Services, experiment_id: str, head: dict[str, Any]) -> None:
+        self.svc = svc
+        # No control and no deadline: the parent stops the run, units never check.
+        loaded = _LOADED.get((experiment_id, head.get("runId")))
+        self.ctx = loaded or load(svc, head["experiment"], head.get("runId"))
+        self.neural = bool(head.get("neural"))
+        self.local = threading.local()
+        self.writers: list[Writer] = []
+        self.lock = threading.Lock()
+
+    def _writer(self) -> Writer:
+        writer: Writer | None = getattr(self.local, "writer", None)
+        if writer is None:
+            writer = self.local.writer = Writer(self.svc)
+            with self.lock:
+                self.writers.append(writer)
+        return writer
+
+    def unit(self, payload: list[int]) -> list[dict[str, Any]]:
+        positions = range(payload[0], payload[1])
+        writer = self._writer()
+        try:
+            if self.ctx.experiment["type"] == hybrid.TYPE:
+                results = hybrid.run_queries(self.ctx, writer, positions, self.neural)
+            else:
+                results = pointwise.run_queries(self.ctx, writer, positions)
+            writer.flush()  # written before the unit counts as done
+        except BaseException:
+            _drop(writer)
+            raise
+        return results
+
+    def close(self) -> None:
+        with self.lock:
+            writers, self.writers = self.writers, []
+        for writer in writers:
+            writer.flush()
+            writer.pool.shutdown(wait=True)
+
+
+def _drop(writer: Writer) -> None:
+    """After a failed unit: its buffered writes are dropped (the unit is done again or the run
+    fails) and those in flight awaited, so none lands later or fails the thread's next unit."""
+    writer.actions = []
+    with contextlib.suppress(Exception):
+        writer.flush()
+
+
+fanout.KINDS[KIND] = Units
