@@ -17,8 +17,6 @@ import threading
 import time
 from typing import Any
 
-import redis
-
 from workbench.experiments import hybrid, pointwise
 from workbench.experiments.context import RunContext, RunTimedOut, Writer, load
 from workbench.jobs import fanout
@@ -35,8 +33,6 @@ UNIT_QUERIES = {pointwise.TYPE: 25, hybrid.TYPE: 5}
 MIN_UNITS = 8
 #: the experiment fields a unit needs to load the same inputs as the parent
 HEAD_FIELDS = ("id", "type", "querySetId", "searchConfigurationList", "judgmentList", "size")
-#: (experiment id, run id) -> the inputs of a run this process is the parent of
-_LOADED: dict[tuple[str, str | None], RunContext] = {}
 
 
 def worth_splitting(ctx: RunContext) -> bool:
@@ -64,24 +60,17 @@ def run(ctx: RunContext) -> list[dict[str, Any]]:
     ranges = unit_ranges(len(ctx.entries), UNIT_QUERIES[kind])
     weights = [(stop - start) * len(ctx.configs) for start, stop in ranges]
     control = ctx.control if ctx.deadline is None else Deadline(ctx)
-    key = (ctx.experiment_id, ctx.run_id)
     # The parent's own units use the inputs already loaded, without its control and deadline.
-    _LOADED[key] = dataclasses.replace(ctx, control=None, deadline=None,
-                                       _ratings={}, _rows=[])
+    own = Units(ctx.svc, dataclasses.replace(ctx, control=None, deadline=None, _ratings={},
+                                             _rows=[]), head)
     try:
-        parts = fanout.spread(ctx.svc, KIND, ctx.experiment_id, head, ranges, weights, control)
+        parts = fanout.spread(ctx.svc, KIND, ctx.experiment_id, head, ranges, weights, control,
+                              own=own)
     except Cancelled:
-        # The run is over and its units' results are not kept: a later run of the same
-        # experiment starts from nothing, as the caller's discard leaves it.
-        keys = fanout.Keys(fanout.run_name(KIND, ctx.experiment_id, head, ranges))
-        with contextlib.suppress(redis.exceptions.RedisError):
-            ctx.svc.redis.delete(*keys.all())
         if isinstance(control, Deadline) and control.expired:
             raise RunTimedOut("the scheduled run exceeded scheduled_experiments_timeout") \
                 from None
         raise
-    finally:
-        _LOADED.pop(key, None)
     return [entry for part in parts for entry in part]
 
 
@@ -114,11 +103,9 @@ class Units:
 
     threads = 2
 
-    def __init__(self, svc: Services, experiment_id: str, head: dict[str, Any]) -> None:
+    def __init__(self, svc: Services, ctx: RunContext, head: dict[str, Any]) -> None:
         self.svc = svc
-        # No control and no deadline: the parent stops the run, units never check.
-        loaded = _LOADED.get((experiment_id, head.get("runId")))
-        self.ctx = loaded or load(svc, head["experiment"], head.get("runId"))
+        self.ctx = ctx  # no control and no deadline: the parent stops the run, units never check
         self.neural = bool(head.get("neural"))
         self.local = threading.local()
         self.writers: list[Writer] = []
@@ -162,4 +149,9 @@ def _drop(writer: Writer) -> None:
         writer.flush()
 
 
-fanout.KINDS[KIND] = Units
+def helper_units(svc: Services, experiment_id: str, head: dict[str, Any]) -> Units:
+    """A helper's share: the experiment's inputs loaded in this process."""
+    return Units(svc, load(svc, head["experiment"], head.get("runId")), head)
+
+
+fanout.KINDS[KIND] = helper_units

@@ -388,20 +388,21 @@ def tally(r: redis.Redis, keys: Keys) -> dict[str, int]:
 
 def spread(svc: Services, kind_name: str, entity_id: str, head: Any, payloads: Sequence[Any],
            weights: Sequence[int], control: JobControl | None,
-           progress_tally: bool = False) -> list[Any]:
+           progress_tally: bool = False, own: UnitWorker | None = None) -> list[Any]:
     """Run every unit (here and on any free worker) and return their results in order.
 
     ``weights`` are the progress units (queries, pairs) of each unit; ``control`` gets progress
     (with ``progress_tally``, its ``usage`` is the run's tally) and its cancel stops every
     participant from taking more units: the units in flight, here and on other workers,
-    finish, then ``Cancelled`` is raised."""
+    finish, then ``Cancelled`` is raised. ``own`` is this process's unit worker when the caller
+    has one ready (built from what it already loaded); else it is built like a helper's."""
     keys = Keys(run_name(kind_name, entity_id, head, payloads))
     r = svc.redis
     started = time.monotonic()
     already = publish(r, keys, head, payloads)
     log.info("%s %s split into %d units (%d done before)", kind_name, entity_id, len(payloads),
              already)
-    worker = unit_worker(svc, kind_name, entity_id, head)
+    worker = own or unit_worker(svc, kind_name, entity_id, head)
     crew = Crew(r, keys, worker, svc.config.lease_seconds, waits=True)
     crew.total = len(payloads)
     if control is not None and progress_tally:
