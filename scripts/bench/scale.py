@@ -24,6 +24,7 @@ from typing import Any
 
 from opensearchpy.helpers import bulk
 
+from scripts.bench import scale_hybrid
 from scripts.bench.common import Bench, Result, temp_index, wait_status
 from tests.support.api import Api
 from tests.support.llm_server import LLMServer
@@ -143,4 +144,4 @@ def run(bench: Bench) -> list[Result]:
                      "calls": 4 * per_job, "window": "10 % to 90 % of the calls",
                      "target band": "0.95 to 1.0 of the limit",
                      "within the band": 0.95 <= rate / limit <= 1.0}))
-    return results
+    return results + scale_hybrid.run(bench)

@@ -64,13 +64,15 @@ def run(bench: Bench) -> list[Result]:
                              "description": f"item{q:04d} {'red' if d < 3 else 'green'} thing"}
                             for q in range(queries) for d in range(DOCS_PER_QUERY)),
              refresh=True)
-        api = bench.api(bench.server(2, "none"))
+        queue = f"{bench.queue}-hybrid"  # workers of other benchmarks may still be running
+        api = bench.api(bench.server(2, "none", WORKBENCH_QUEUE=queue))
         api.call("PUT", "/_cluster/settings", {"transient": {MAXIMUM: max(queries, 1000)}})
         try:
-            bench.worker(WORKBENCH_WORKER_CONCURRENCY="1")  # also imports the judgment
+            # the first worker also imports the judgment
+            bench.worker(WORKBENCH_WORKER_CONCURRENCY="1", WORKBENCH_QUEUE=queue)
             body = _setup(api, index, queries)
             one = _timed_run(api, body)
-            bench.worker(WORKBENCH_WORKER_CONCURRENCY="1")
+            bench.worker(WORKBENCH_WORKER_CONCURRENCY="1", WORKBENCH_QUEUE=queue)
             two = _timed_run(api, body)
         finally:
             api.call("PUT", "/_cluster/settings", {"transient": {MAXIMUM: None}})
@@ -79,7 +81,7 @@ def run(bench: Bench) -> list[Result]:
                "jobs at once per worker": 1, "documents per query": DOCS_PER_QUERY}
     results.append(Result("scale", f"{name}, 1 worker (baseline)", one, one, details=details))
     results.append(Result(
-        "scale", f"{name}, 2 workers vs 1", two, one, target=1 / 1.5,
+        "scale", f"{name}, 2 workers vs 1", two, one,
         details={**details, "1 worker": f"{one:.2f} s", "2 workers": f"{two:.2f} s",
                  "speed-up (1-worker / 2-worker time)": round(one / two, 3)}))
     return results
