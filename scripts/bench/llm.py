@@ -27,7 +27,10 @@ def run(bench: Bench) -> list[Result]:
         models = [{"id": "bench-judge", "name": "bench", "provider": "openai",
                    "base_url": llm.openai_base_url, "model": "m", "api_key_env": "BENCH_KEY"}]
         server = bench.server()
+        # One process, so the bound holds: a judgment this large is split, and a second
+        # process would make another CONCURRENCY calls at once.
         bench.worker(WORKBENCH_MODELS=json.dumps(models), BENCH_KEY="k",
+                     WORKBENCH_WORKER_CONCURRENCY="1",
                      WORKBENCH_LLM_CONCURRENCY=str(CONCURRENCY))
         api = bench.api(server)
         query_set = api.srw("PUT", "/query_sets", {"name": "bench", "querySetQueries": [

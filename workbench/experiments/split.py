@@ -27,7 +27,10 @@ from workbench.store.indices import EXPERIMENT_INDEX
 KIND = "experiment"
 #: most queries in one unit: a hybrid query costs 82 evaluations a configuration, a pointwise
 #: query one
-UNIT_QUERIES = {pointwise.TYPE: 25, hybrid.TYPE: 5}
+UNIT_QUERIES = {pointwise.TYPE: 100, hybrid.TYPE: 5}
+#: fewest queries in one unit: a pointwise query is one search, and smaller units cost more in
+#: round trips and loading than a second worker gains
+FLOOR_QUERIES = {pointwise.TYPE: 50, hybrid.TYPE: 1}
 #: a run is cut into at least this many units (when it has the queries), so that a run just
 #: past the threshold still has shares for several workers
 MIN_UNITS = 8
@@ -41,9 +44,9 @@ def worth_splitting(ctx: RunContext) -> bool:
             and bool(ctx.configs) and len(ctx.entries) >= threshold)
 
 
-def unit_ranges(queries: int, per_unit: int) -> list[list[int]]:
+def unit_ranges(queries: int, per_unit: int, floor: int = 1) -> list[list[int]]:
     """[start, stop) query positions of each unit, in order."""
-    size = max(1, min(per_unit, math.ceil(queries / MIN_UNITS)))
+    size = max(floor, min(per_unit, math.ceil(queries / MIN_UNITS)))
     return [[start, min(start + size, queries)] for start in range(0, queries, size)]
 
 
@@ -57,7 +60,7 @@ def run(ctx: RunContext) -> list[dict[str, Any]]:
     if kind == hybrid.TYPE:
         hybrid.check_configurations(ctx)
         head["neural"] = hybrid.has_neural(ctx)
-    ranges = unit_ranges(len(ctx.entries), UNIT_QUERIES[kind])
+    ranges = unit_ranges(len(ctx.entries), UNIT_QUERIES[kind], FLOOR_QUERIES[kind])
     weights = [(stop - start) * len(ctx.configs) for start, stop in ranges]
     control = ctx.control if ctx.deadline is None else Deadline(ctx)
     # The parent's own units use the inputs already loaded, without its control and deadline.

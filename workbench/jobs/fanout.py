@@ -53,8 +53,8 @@ HELPER_TASK = "workbench.jobs.help"
 #: a unit result's key for counts summed over the run as units finish (read for progress)
 TALLY = "tally"
 KEY_TTL = 24 * 3600
-#: how often a participant with nothing to take looks again for units (lost ones, the last ones)
-POLL = 0.1
+#: how often the parent, with nothing to take, looks again (for the last results, lost units)
+POLL = 0.02
 
 # Store the result of the unit just done, if any (once, and drop its lease); then take the next
 # unit (or one whose holder's lease lapsed): false when stopped or nothing is left, -1 when the
@@ -280,15 +280,18 @@ class Crew:
                 log.warning("could not renew the leases of %d unit(s): %s", len(held),
                             type(exc).__name__)
 
-    def _loop(self, on_first: Callable[[], None] | None) -> None:
+    def _loop(self, on_first: Callable[[], None] | None, waiter: bool) -> None:
+        """One thread: take and do units. With nothing left to take, only the parent's
+        ``waiter`` thread stays, looking every ``POLL`` for units whose holder died, until
+        every unit is done."""
         finished: tuple[str, Any] | None = None
         while True:
             found = self.take(finished, more=not self.stopping.is_set())
             finished = None
             if found is None:
-                if self.stopping.is_set():
+                if self.stopping.is_set() or not (self.waits and waiter):
                     return
-                if not self.waits or self.redis.exists(self.keys.stop) or self.complete():
+                if self.redis.exists(self.keys.stop) or self.complete():
                     return
                 time.sleep(POLL)
                 continue
@@ -314,17 +317,17 @@ class Crew:
         beat.start()
         threads = []
 
-        def loop() -> None:
+        def loop(waiter: bool) -> None:
             try:
-                self._loop(on_first)
+                self._loop(on_first, waiter)
             except BaseException as exc:  # noqa: BLE001 - handed to the caller below
                 self.errors.append(exc)
                 self.stopping.set()
 
         try:
             for number in range(max(1, self.worker.threads)):
-                thread = threading.Thread(target=carry(loop), name=f"fanout-{number}",
-                                          daemon=True)
+                thread = threading.Thread(target=carry(loop), args=(number == 0,),
+                                          name=f"fanout-{number}", daemon=True)
                 thread.start()
                 threads.append(thread)
             for thread in threads:
