@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 import time
 import uuid
 from collections.abc import Iterator
@@ -499,3 +500,54 @@ def test_every_route_answers_each_user_as_the_cluster_would(
               if rule.endpoint != "proxy.pass_through"
               for method in rule.methods - {"HEAD", "OPTIONS"}}
     assert routes - set(seen) == set(), "routes not exercised as each user"
+
+
+HELPER_DONE = r"Task workbench\.jobs\.help\[[^\]]+\] succeeded in [\d.]+s: (\d+)"
+
+
+def test_a_split_job_searches_as_its_creator_on_every_worker(
+        sec: SecureCluster, sec_env: dict[str, str]) -> None:
+    """carol's hybrid experiment over 8 queries, split in units of one query over two workers:
+    the units the helper worker does search as carol too (only red documents in any result),
+    though the helper task is not the job that read her name from the experiment."""
+    env = dict(sec_env, WORKBENCH_QUEUE=f"test-sec-split-{uuid.uuid4().hex[:8]}",
+               WORKBENCH_SPLIT_QUERIES="2")
+    server = Server(env, workers=1, wait_cluster=False, front="none")
+    workers = [Worker(env, extra=["--concurrency", "1"]) for _ in range(2)]
+    try:
+        carol = As(server, sec, "carol")
+        texts = ["apple", "cherry", "red apple", "red cherry", "blue apple", "blue cherry",
+                 "apple cherry", "red"]
+        query_set = carol.srw("PUT", "/query_sets", {
+            "name": f"qs-{uuid.uuid4().hex[:6]}",
+            "querySetQueries": [{"queryText": t} for t in texts]}).json["query_set_id"]
+        hybrid = carol.srw("PUT", "/search_configurations", {
+            "name": f"hybrid {uuid.uuid4().hex[:6]}", "index": C_INDEX,
+            "query": '{"query":{"hybrid":{"queries":[{"match":{"title":"%SearchText%"}},'
+                     '{"match":{"team":"%SearchText%"}}]}}}'}).json["search_configuration_id"]
+        judgment = carol.srw("PUT", "/judgments", {
+            "name": f"carol-{uuid.uuid4().hex[:6]}", "type": "IMPORT_JUDGMENT",
+            "judgmentRatings": [{"query": t, "ratings": [{"docId": d, "rating": "1"}
+                                                          for d, _, _ in C_DOCS]}
+                                for t in texts]}).json["judgment_id"]
+        assert wait_done(carol, f"/judgments/{judgment}")["status"] == "COMPLETED"
+        before = [w.log() for w in workers]
+        created = carol.srw("PUT", "/experiments", {
+            "type": "HYBRID_OPTIMIZER", "querySetId": query_set,
+            "searchConfigurationList": [hybrid], "judgmentList": [judgment], "size": 10})
+        assert created.status == 200, created.data
+        experiment_id = created.json["experiment_id"]
+        experiment = wait_done(carol, f"/experiments/{experiment_id}", timeout=300)
+        assert experiment["status"] == "COMPLETED", experiment
+        logs = [w.log()[len(old):] for w, old in zip(workers, before, strict=True)]
+    finally:
+        for worker in workers:
+            worker.stop()
+        server.stop()
+    assert any(f"experiment {experiment_id} split into 8 units" in text for text in logs), logs
+    assert sum(int(n) for text in logs for n in re.findall(HELPER_DONE, text)) >= 1, logs
+    results = json.loads(cluster_call(sec, "POST", f"/{EVALUATION_INDEX}/_search", {
+        "query": {"term": {"experimentId": experiment_id}}, "size": 1000}).data)
+    found = {doc_id for hit in results["hits"]["hits"] for doc_id in hit["_source"]["documentIds"]}
+    assert results["hits"]["total"]["value"] > 8
+    assert found == {"c1", "c2"}  # the workbench's own identity would have found c3, c4 too
