@@ -27,6 +27,7 @@ QUERIES = 16
 DOCS = 4
 EVALUATIONS = "search-relevance-evaluation-result"
 VARIANTS = "search-relevance-experiment-variant"
+HISTORY = ".search-relevance-scheduled-experiment-history"
 HELPER_DONE = re.compile(r"Task workbench\.jobs\.help\[[^\]]+\] succeeded in [\d.]+s: (\d+)")
 PARENT_DONE = re.compile(r"Task workbench\.experiments\.run\[[^\]]+\] succeeded")
 #: what differs between two runs of the same experiment: when, how long, and the ids
@@ -34,7 +35,7 @@ VOLATILE = {"id", "timestamp", "took", "experimentId", "experimentVariantId"}
 
 
 @pytest.fixture(scope="module")
-def shop(api: Api, direct: OpenSearch) -> Iterator[dict[str, Any]]:
+def shop(api: Api, direct: OpenSearch, worker: Worker) -> Iterator[dict[str, Any]]:
     index = f"test-split-exp-{uuid.uuid4().hex[:6]}"
     direct.indices.create(index=index, body={"mappings": {"properties": {
         "title": {"type": "text"}, "description": {"type": "text"},
@@ -78,7 +79,7 @@ def crew(env: dict[str, str]) -> Iterator[dict[str, Any]]:
                     WORKBENCH_SPLIT_QUERIES="4")
     server = Server(crew_env)
     workers = [Worker(crew_env, extra=["--concurrency", "1"]) for _ in range(2)]
-    yield {"api": Api(server.url), "workers": workers}
+    yield {"api": Api(server.url), "workers": workers, "queue": crew_env["WORKBENCH_QUEUE"]}
     for worker in workers:
         worker.stop()
     server.stop()
@@ -214,3 +215,94 @@ def test_a_cancelled_split_experiment_leaves_nothing(crew: dict[str, Any],
         for index in (EVALUATIONS, VARIANTS):
             assert by_experiment(direct, index, experiment_id) == {}, index
         time.sleep(2)
+
+
+def fire(direct: OpenSearch, celery: Any, queue: str, experiment_id: str) -> str:
+    """Start one scheduled run of the experiment on the crew's queue, as the scheduler does
+    (a PROCESSING history document, then the job); returns the run id."""
+    history_id = str(uuid.uuid4())
+    direct.index(index=HISTORY, id=history_id, refresh=True, body={
+        "id": history_id, "experimentId": experiment_id, "jobId": experiment_id,
+        "jobIndexName": ".search-relevance-scheduled-experiment-jobs",
+        "timestamp": time.strftime("%Y-%m-%dT%H:%M:%S.000Z", time.gmtime()),
+        "status": "PROCESSING", "results": None})
+    celery.send_task("workbench.experiments.scheduled_run", args=[history_id], queue=queue)
+    return history_id
+
+
+def history_done(direct: OpenSearch, history_id: str, timeout: float = 180) -> dict[str, Any]:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        doc = direct.get(index=HISTORY, id=history_id)["_source"]
+        if doc["status"] != "PROCESSING":
+            return doc  # type: ignore[no-any-return]
+        time.sleep(0.2)
+    raise AssertionError(f"scheduled run {history_id} still PROCESSING")
+
+
+def test_a_scheduled_run_splits_and_equals_the_experiment(
+        crew: dict[str, Any], celery: Any, shop: dict[str, Any], direct: OpenSearch) -> None:
+    """A scheduled run of a hybrid experiment: split over both workers, its results are the
+    experiment's own query by query, and its documents are tagged with the run id."""
+    done = run(crew["api"], {
+        "type": "HYBRID_OPTIMIZER", "querySetId": shop["querySetId"],
+        "searchConfigurationList": [shop["hybrid"]], "judgmentList": [shop["judgment"]],
+        "size": 3})
+    logs = [w.log() for w in crew["workers"]]
+    history_id = fire(direct, celery, crew["queue"], done["id"])
+    history = history_done(direct, history_id)
+    assert history["status"] == "COMPLETED", history
+    assert [r["query_text"] for r in history["results"]] == [
+        r["query_text"] for r in done["results"]]
+    assert [len(r["evaluationResults"]) for r in history["results"]] == [
+        len(r["evaluationResults"]) for r in done["results"]]
+    evaluations = by_experiment(direct, EVALUATIONS, done["id"])
+    tagged = [e for e in evaluations.values() if e.get("scheduledRunId") == history_id]
+    untagged = [e for e in evaluations.values() if "scheduledRunId" not in e]
+    assert len(tagged) == len(untagged) > 0
+
+    def content(docs: list[dict[str, Any]]) -> list[str]:
+        return sorted(repr((e["searchText"], e["experimentVariantParameters"],
+                            e["documentIds"], e["metrics"])) for e in docs)
+
+    assert content(tagged) == content(untagged)
+    time.sleep(1)
+    new = [w.log()[len(before):] for w, before in zip(crew["workers"], logs, strict=True)]
+    assert any(f"experiment {done['id']} split into 8 units" in text for text in new)
+    assert sum(helper_units(text) for text in new) >= 1, new
+
+
+def test_a_split_scheduled_run_past_its_timeout_ends_timeout(
+        crew: dict[str, Any], celery: Any, shop: dict[str, Any], direct: OpenSearch) -> None:
+    """With ``scheduled_experiments_timeout`` at 2 s, a 600-query hybrid run split over both
+    workers stops every worker once the deadline passes and ends TIMEOUT with the reason."""
+    api = crew["api"]
+    many = api.srw("PUT", "/query_sets", {"name": "split timeout", "querySetQueries": [
+        {"queryText": f"item{q % QUERIES} red shoe {q}"} for q in range(600)]}).json[
+        "query_set_id"]
+    experiment_id = api.srw("PUT", "/experiments", {
+        "type": "PAIRWISE_COMPARISON", "querySetId": many,
+        "searchConfigurationList": [shop["hybrid"], shop["by_rank"]], "size": 3}).json[
+        "experiment_id"]
+    finished(api, f"/experiments/{experiment_id}")
+    # The scheduled run re-runs the stored experiment; make it a hybrid one over 600 queries.
+    direct.update(index=".plugins-search-relevance-experiment", id=experiment_id,
+                  refresh=True, body={"doc": {"type": "HYBRID_OPTIMIZER",
+                                              "searchConfigurationList": [shop["hybrid"]],
+                                              "judgmentList": [shop["judgment"]]}})
+    logs = [w.log() for w in crew["workers"]]
+    setting = "plugins.search_relevance.scheduled_experiments_timeout"
+    assert api.call("PUT", "/_cluster/settings", {"persistent": {setting: "2s"}}).status == 200
+    try:
+        started = time.monotonic()
+        history = history_done(direct, fire(direct, celery, crew["queue"], experiment_id),
+                               timeout=120)
+        elapsed = time.monotonic() - started
+    finally:
+        api.call("PUT", "/_cluster/settings", {"persistent": {setting: None}})
+    assert history["status"] == "TIMEOUT", history
+    assert history["results"] == {
+        "error": "the scheduled run exceeded scheduled_experiments_timeout"}
+    assert elapsed < 60  # stopped, not run to the end
+    new = [w.log()[len(before):] for w, before in zip(crew["workers"], logs, strict=True)]
+    assert any(f"experiment {experiment_id} split into" in text for text in new), new
