@@ -30,9 +30,12 @@ class Squares:
 
     threads = 2
     done: list[int] = []
+    helped: list[int] = []  # units each helper did
     lock = threading.Lock()
 
     def __init__(self, svc: Services, entity_id: str, head: dict[str, Any]) -> None:
+        if head.get("declined"):
+            raise fanout.Decline("not with these inputs")
         self.delay = float(head.get("delay", 0.0))
         self.fail_on = head.get("failOn")
 
@@ -54,10 +57,13 @@ def svc(env: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> Iterator[Servic
     fanout.KINDS[KIND] = Squares
     Squares.done = []
     helpers: list[threading.Thread] = []
+    Squares.helped = []
 
     def queue_helper(kind_name: str, entity_id: str, run: str) -> None:
-        thread = threading.Thread(target=fanout.help_run,
-                                  args=(services, kind_name, entity_id, run), daemon=True)
+        def help_once() -> None:
+            Squares.helped.append(fanout.help_run(services, kind_name, entity_id, run))
+
+        thread = threading.Thread(target=help_once, daemon=True)
         helpers.append(thread)
         thread.start()
 
@@ -152,3 +158,16 @@ def test_a_run_gone_from_redis_is_an_outage_for_its_parent(svc: Services) -> Non
     with pytest.raises(fanout.RunGone):
         crew.take()
     assert isinstance(fanout.RunGone("x"), redis.exceptions.ConnectionError)  # waited out
+
+
+def test_a_helper_that_declines_takes_no_unit(svc: Services) -> None:
+    """A helper whose view of the inputs differs declines (``fanout.Decline``): the parent,
+    which brings its own unit worker, does every unit."""
+    entity = uuid.uuid4().hex
+    payloads = units(6)
+    own = Squares(svc, entity, {"delay": 0.05})
+    out = fanout.spread(svc, KIND, entity, {"declined": True, "delay": 0.05}, payloads,
+                        [3] * 6, None, own=own)
+    assert [o["squares"][0] for o in out] == [0, 9, 36, 81, 144, 225]
+    time.sleep(0.2)
+    assert Squares.helped == [0]  # one helper was asked, and did nothing

@@ -19,6 +19,7 @@ from typing import Any
 
 from workbench.experiments import hybrid, pointwise
 from workbench.experiments.context import RunContext, RunTimedOut, Writer, load
+from workbench.experiments.signature import signature
 from workbench.jobs import fanout
 from workbench.jobs.control import Cancelled, JobControl
 from workbench.services import Services
@@ -56,7 +57,8 @@ def run(ctx: RunContext) -> list[dict[str, Any]]:
     caller's discard finds all they wrote); a scheduled run past its deadline ends TIMEOUT."""
     kind = ctx.experiment["type"]
     head: dict[str, Any] = {"experimentId": ctx.experiment_id, "runId": ctx.run_id,
-                            "experiment": {k: ctx.experiment.get(k) for k in HEAD_FIELDS}}
+                            "experiment": {k: ctx.experiment.get(k) for k in HEAD_FIELDS},
+                            "inputs": inputs_of(ctx)}
     if kind == hybrid.TYPE:
         hybrid.check_configurations(ctx)
         head["neural"] = hybrid.has_neural(ctx)
@@ -152,9 +154,20 @@ def _drop(writer: Writer) -> None:
         writer.flush()
 
 
+def inputs_of(ctx: RunContext) -> dict[str, str | None]:
+    """Fingerprints of the query set, judgments and configurations a run works from."""
+    return signature(ctx.query_set, ctx.judgments, [config for _, config in ctx.configs])
+
+
 def helper_units(svc: Services, experiment_id: str, head: dict[str, Any]) -> Units:
-    """A helper's share: the experiment's inputs loaded in this process."""
-    return Units(svc, load(svc, head["experiment"], head.get("runId")), head)
+    """A helper's share: the experiment's inputs loaded in this process. If they are not the
+    ones the parent loaded (a judgment regenerated meanwhile), this worker does not help: the
+    run's documents all come from one version of its inputs."""
+    ctx = load(svc, head["experiment"], head.get("runId"))
+    if inputs_of(ctx) != head["inputs"]:
+        raise fanout.Decline("its query set, judgments or configurations changed since the "
+                             "run started")
+    return Units(svc, ctx, head)
 
 
 fanout.KINDS[KIND] = helper_units

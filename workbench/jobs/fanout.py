@@ -156,6 +156,11 @@ class RunGone(redis.exceptions.ConnectionError):
     run again (``jobs.base``) and publishes the units anew."""
 
 
+class Decline(Exception):
+    """Raised by a unit worker factory when this process must not help with the run (what it
+    loaded differs from what the parent works from): the helper ends without taking a unit."""
+
+
 class UnitFailed(JobFailed):
     """A unit failed for good (not a passing outage); the whole run fails with its reason."""
 
@@ -491,7 +496,11 @@ def help_run(svc: Services, kind_name: str, entity_id: str, run: str) -> int:
     raw = r.get(keys.head)
     if raw is None or r.exists(keys.stop) or not r.llen(keys.todo):
         return 0
-    worker = unit_worker(svc, kind_name, entity_id, json.loads(raw))
+    try:
+        worker = unit_worker(svc, kind_name, entity_id, json.loads(raw))
+    except Decline as exc:
+        log.warning("%s %s: this worker does not help: %s", kind_name, entity_id, exc)
+        return 0
     crew = Crew(r, keys, worker, svc.config.lease_seconds, waits=False)
 
     def more() -> None:
