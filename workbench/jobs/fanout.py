@@ -15,7 +15,10 @@ stable ids), so the merge is the same either way.
 
 The run's keys are named after a digest of the kind, the entity and the units: a parent that
 runs again (its worker died and the sweeper queued it again) with the same work finds the units
-already done and waits only for the rest. Keys, all expiring ``KEY_TTL`` after publishing::
+already done and waits only for the rest. The parent deletes them once the run is merged,
+cancelled or failed; a helper that comes later finds no run and stops. A helper whose view of
+the job's inputs differs from the parent's declines (``Decline``). Keys, all expiring
+``KEY_TTL`` after they are made::
 
     wb:fan:<run>:head   JSON every unit of the run needs (the model, the prompt, ...)
     wb:fan:<run>:units  hash: unit number -> payload JSON
