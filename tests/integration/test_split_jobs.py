@@ -252,3 +252,25 @@ def test_a_split_reference_judgment_equals_the_unsplit_one(
     assert "1.0" in ratings and "0.0" in ratings  # a comparison that can tell them apart
     for field in ("totalQueries", "successfulQueries", "failedQueries"):
         assert done["metadata"][field] == reference["metadata"][field], field
+
+
+def test_a_retry_of_many_queries_is_split_too(crew: dict[str, Any], products: dict[str, Any],
+                                              llm: LLMServer) -> None:
+    """Every query's answer leaves a hit unrated; ``_retry`` asks again about the 12 queries'
+    failures split over both workers, and every failure is rated."""
+    api = crew["api"]
+    llm.partial(ids=[f"q{q}-d2" for q in range(QUERIES)], times=QUERIES)
+    judgment_id = start(api, body(products))
+    done = finished(api, judgment_id)
+    assert done["status"] == "COMPLETED", done
+    assert sum(1 for e in done["judgmentRatings"] if "failures" in e) == QUERIES
+    logs = [w.log() for w in crew["workers"]]
+    llm.latency = 0.5
+    calls = llm.calls
+    assert api.srw("POST", f"/judgments/{judgment_id}/_retry").status == 200
+    again = finished(api, judgment_id)
+    assert _all_rated(again), again
+    assert llm.calls - calls == QUERIES
+    assert again["metadata"]["usage"]["llmCalls"] == 2 * QUERIES
+    new = [w.log()[len(old):] for w, old in zip(crew["workers"], logs, strict=True)]
+    assert any(f"llm_judgment {judgment_id} split into {QUERIES} units" in t for t in new), new

@@ -442,9 +442,11 @@ def generate(svc: Services, judgment_id: str, metadata: dict[str, Any],
     return ratings, out
 
 
-def retry_failed(svc: Services, doc: dict[str, Any], control: JobControl | None = None,
+def retry_failed(svc: Services, judgment_id: str, doc: dict[str, Any],
+                 control: JobControl | None = None,
                  ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    """Rate again the documents listed in ``failures`` and merge the answers (§7.7)."""
+    """Rate again the documents listed in ``failures`` and merge the answers (§7.7); many
+    queries to retry are split over the workers as a generation is."""
     metadata = doc.get("metadata") or {}
     config_ids = metadata.get("searchConfigurationList") or []
     if not config_ids:
@@ -476,7 +478,12 @@ def retry_failed(svc: Services, doc: dict[str, Any], control: JobControl | None 
         targets.append(Target(query_entry, contexts))
         owners.append(number)
     judge.use_cache(targets)
-    outcomes = judge.rate(targets)
+    from workbench.judgments import llm_split  # it builds on this module
+
+    if llm_split.worth_splitting(svc, judge, targets):
+        outcomes = llm_split.rate(svc, judgment_id, judge, targets, control)
+    else:
+        outcomes = judge.rate(targets)
     for number, target, outcome in zip(owners, targets, outcomes, strict=True):
         entry = entries[number]
         rated = {**target.known, **outcome.ratings}

@@ -66,7 +66,7 @@ def retry(svc: Services, judgment_id: str) -> None:
         return
     control = JobControl(svc, JUDGMENT_INDEX, hit, "queries", in_metadata=True)
     control.check()
-    ratings, metadata = llm.retry_failed(svc, hit["_source"], control)
+    ratings, metadata = llm.retry_failed(svc, judgment_id, hit["_source"], control)
     control.check()
     write(repo, hit, {"status": "COMPLETED", "metadata": metadata, "judgmentRatings": ratings})
 
