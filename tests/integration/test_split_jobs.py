@@ -84,7 +84,7 @@ def finished(api: Api, judgment_id: str, timeout: float = 120) -> dict[str, Any]
     while time.monotonic() < deadline:
         source = api.srw("GET", f"/judgments/{judgment_id}").json["hits"]["hits"][0]["_source"]
         if source["status"] not in ("PROCESSING", "RETRYING"):
-            return source  # type: ignore[no-any-return]
+            return dict(source)
         time.sleep(0.2)
     raise AssertionError(f"judgment {judgment_id} did not finish")
 
@@ -123,15 +123,19 @@ def _held_by(r: redis.Redis, judgment_id: str, pids: set[int]) -> bool:
     """A unit of the judgment's run is held by one of ``pids`` (the holder is host:pid:token)."""
     for key in r.scan_iter(f"wb:fan:llm_judgment:{judgment_id}:*:taken"):
         for holder in r.hvals(key):
-            if int(holder.decode().split(" ")[0].split(":")[-2]) in pids:
+            if int(_text(holder).split(" ")[0].split(":")[-2]) in pids:
                 return True
     return False
+
+
+def _text(value: bytes | str) -> str:
+    return value.decode() if isinstance(value, bytes) else value
 
 
 def _parent_pid(r: redis.Redis, judgment_id: str) -> int | None:
     """The process holding the judgment job's own lease (``jobs.leases``)."""
     value = r.get(f"workbench:lease:workbench.judgments.generate:{judgment_id}")
-    return int(value.decode().split(":")[-2]) if value else None
+    return int(_text(value).split(":")[-2]) if value else None
 
 
 def _tree(worker: Worker) -> set[int]:
@@ -274,3 +278,29 @@ def test_a_retry_of_many_queries_is_split_too(crew: dict[str, Any], products: di
     assert again["metadata"]["usage"]["llmCalls"] == 2 * QUERIES
     new = [w.log()[len(old):] for w, old in zip(crew["workers"], logs, strict=True)]
     assert any(f"llm_judgment {judgment_id} split into {QUERIES} units" in t for t in new), new
+
+
+def test_a_budget_holds_for_every_worker_of_a_split_judgment(
+        crew: dict[str, Any], products: dict[str, Any], llm: LLMServer) -> None:
+    """``maxTokens`` at 55 % of the estimate, the judgment split over two workers: the budget
+    kept in Redis stops both, what they spent together stays within it (the stand-in reports
+    exactly what is reserved), and the unrated pairs carry the budget's reason."""
+    api = crew["api"]
+    planned = api.srw("POST", "/judgments/_estimate", body(products)).json
+    limit = int(planned["totalTokens"] * 0.55)
+    llm.latency = 0.5
+    logs = [w.log() for w in crew["workers"]]
+    calls = llm.calls
+    done = finished(api, start(api, body(products, maxTokens=limit)))
+    metadata, usage = done["metadata"], done["metadata"]["usage"]
+    reason = f"budget reached: maxTokens [{limit}]"
+    assert done["status"] == "COMPLETED", metadata
+    assert metadata["budgetReached"] is True and metadata["lastFailureReason"] == reason
+    assert 0 < usage["llmCalls"] == llm.calls - calls < QUERIES
+    assert usage["totalTokens"] <= limit
+    rated = {(e["query"], r["docId"]) for e in done["judgmentRatings"] for r in e["ratings"]}
+    failed = [(e["query"], f) for e in done["judgmentRatings"] for f in e.get("failures", [])]
+    assert len(rated) + len(failed) == QUERIES * DOCS and rated and failed
+    assert all(f["reason"] == reason for _, f in failed)
+    new = [w.log()[len(old):] for w, old in zip(crew["workers"], logs, strict=True)]
+    assert sum(sum(units_done(text)) for text in new) >= 1, new  # the helper spent too

@@ -134,3 +134,85 @@ class Budget:
                                     self.held.output_tokens - held.output_tokens)
             self.spent = Reservation(self.spent.input_tokens + input_tokens,
                                      self.spent.output_tokens + output_tokens)
+
+
+# Reserve room for one call against the limits of a budget shared through Redis (the same
+# rules as ``Budget.reserve``): '' when reserved, else the limit passed, which closes it.
+_RESERVE = """
+local closed = redis.call('HGET', KEYS[1], 'closed')
+if closed then return closed end
+local function field(name) return tonumber(redis.call('HGET', KEYS[1], name) or '0') end
+local input = field('spentIn') + field('heldIn') + tonumber(ARGV[1])
+local output = field('spentOut') + field('heldOut') + tonumber(ARGV[2])
+local over = ''
+if tonumber(ARGV[3]) >= 0 and input + output > tonumber(ARGV[3]) then
+  over = 'maxTokens'
+elseif tonumber(ARGV[4]) >= 0 and (ARGV[5] == '' or
+    (input * tonumber(ARGV[5]) + output * tonumber(ARGV[6])) / 1000000 > tonumber(ARGV[4])) then
+  over = 'maxCost'
+end
+if over ~= '' then
+  redis.call('HSET', KEYS[1], 'closed', over)
+else
+  redis.call('HINCRBY', KEYS[1], 'heldIn', ARGV[1])
+  redis.call('HINCRBY', KEYS[1], 'heldOut', ARGV[2])
+end
+redis.call('EXPIRE', KEYS[1], ARGV[7])
+return over
+"""
+# Replace a reservation with what the call reported.
+_SETTLE = """
+redis.call('HINCRBY', KEYS[1], 'heldIn', -tonumber(ARGV[1]))
+redis.call('HINCRBY', KEYS[1], 'heldOut', -tonumber(ARGV[2]))
+redis.call('HINCRBY', KEYS[1], 'spentIn', ARGV[3])
+redis.call('HINCRBY', KEYS[1], 'spentOut', ARGV[4])
+return 0
+"""
+SHARED_TTL = 24 * 3600
+
+
+class SharedBudget(Budget):
+    """The same budget kept in a Redis hash, for a judgment split over several processes: the
+    reservations and spending of every process count against one limit, and the first refusal
+    anywhere closes it for all. The calls that can pass the limit are then those in flight in
+    every process at the last accepted reservation."""
+
+    def __init__(self, r: Any, key: str, max_tokens: int | None, max_cost: float | None,
+                 pricing: Pricing | None) -> None:
+        super().__init__(max_tokens, max_cost, pricing)
+        self.redis = r
+        self.key = key
+        self._reserve = r.register_script(_RESERVE)
+        self._settle = r.register_script(_SETTLE)
+
+    def _closed(self) -> str | None:
+        if self.closed_by is None:
+            value = self.redis.hget(self.key, "closed")
+            self.closed_by = value.decode() if isinstance(value, bytes) else value
+        return self.closed_by
+
+    @property
+    def reached(self) -> bool:
+        return self._closed() is not None
+
+    @property
+    def reason(self) -> str:
+        self._closed()
+        return str(Budget.reason.fget(self))  # type: ignore[attr-defined]
+
+    def reserve(self, input_tokens: int, output_tokens: int) -> Reservation | None:
+        pricing = self.pricing
+        over = self._reserve(keys=[self.key], args=[
+            input_tokens, output_tokens,
+            -1 if self.max_tokens is None else self.max_tokens,
+            -1 if self.max_cost is None else repr(self.max_cost),
+            "" if pricing is None else repr(pricing.input_per_million),
+            "" if pricing is None else repr(pricing.output_per_million), SHARED_TTL])
+        if over:
+            self.closed_by = over.decode() if isinstance(over, bytes) else str(over)
+            return None
+        return Reservation(input_tokens, output_tokens)
+
+    def settle(self, held: Reservation, input_tokens: int = 0, output_tokens: int = 0) -> None:
+        self._settle(keys=[self.key], args=[held.input_tokens, held.output_tokens,
+                                            input_tokens, output_tokens])

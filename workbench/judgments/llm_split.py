@@ -4,16 +4,20 @@ unit per thread), writes its ratings to the judgment cache as it goes, and retur
 ``Judge.rate`` would have folded into the query's outcome; the parent merges them in query
 order, so the judgment is the one a single worker would have written.
 
-A judgment with a token or cost budget is not split: the budget is counted in one process.
+A judgment with a token or cost budget keeps it in Redis while it is split
+(``llm_cost.SharedBudget``): every process reserves against the same limit.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 from typing import Any
 
 from workbench.jobs import fanout
 from workbench.jobs.control import JobControl
 from workbench.judgments.llm import CacheWriter, Judge, Outcome, Usage
+from workbench.judgments.llm_cost import SharedBudget
 from workbench.judgments.retrieval import Target
 from workbench.querysets.entries import QueryEntry
 from workbench.services import Services
@@ -23,7 +27,7 @@ KIND = "llm_judgment"
 
 def worth_splitting(svc: Services, judge: Judge, targets: list[Target]) -> bool:
     threshold = svc.config.split_queries
-    return threshold > 0 and judge.budget is None and len(_asked(targets)) >= threshold
+    return threshold > 0 and len(_asked(targets)) >= threshold
 
 
 def _asked(targets: list[Target]) -> list[int]:
@@ -42,7 +46,12 @@ def rate(svc: Services, judgment_id: str, judge: Judge, targets: list[Target],
                           if d not in targets[n].known]} for n in asked]
     # Progress changes while the job runs; the rest names the work (a re-run resumes it).
     settings = {k: v for k, v in judge.metadata.items() if k != "progress"}
-    head = {"metadata": settings, "index": judge.index}
+    head: dict[str, Any] = {"metadata": settings, "index": judge.index}
+    if judge.budget is not None:  # one budget for every process of this run (a run again too)
+        digest = hashlib.sha256(json.dumps(payloads, sort_keys=True).encode()).hexdigest()
+        key = f"wb:budget:{judgment_id}:{digest[:20]}"
+        head["budgetKey"] = key
+        judge.budget = shared_budget(svc, judge, key)
     if control is not None:
         control.phase = "rating"
     results = fanout.spread(svc, KIND, judgment_id, head, payloads, [1] * len(payloads), control,
@@ -57,8 +66,16 @@ def rate(svc: Services, judgment_id: str, judge: Judge, targets: list[Target],
         outcome.errors = result["errors"]
         outcome.chunks = result["chunks"]
         outcome.failed_chunks = result["failedChunks"]
+        outcome.unpaid = result["unpaid"]
         judge.usage.add(Usage(**result["usage"]))
     return outcomes
+
+
+def shared_budget(svc: Services, judge: Judge, key: str) -> SharedBudget:
+    """The judge's budget (from its metadata), kept under ``key`` in Redis."""
+    own = judge.budget
+    assert own is not None
+    return SharedBudget(svc.redis, key, own.max_tokens, own.max_cost, own.pricing)
 
 
 class Units:
@@ -66,6 +83,8 @@ class Units:
 
     def __init__(self, svc: Services, judgment_id: str, head: dict[str, Any]) -> None:
         self.judge = Judge(svc, head["metadata"], head["index"])
+        if head.get("budgetKey"):
+            self.judge.budget = shared_budget(svc, self.judge, head["budgetKey"])
         self.threads = svc.config.llm_concurrency
         self.cache = CacheWriter(self.judge.cache)
 
@@ -82,7 +101,7 @@ class Units:
                                              [c.split("::", 1)[1] for c, _ in chunk]))
         return {"ratings": outcome.ratings, "rationales": outcome.rationales,
                 "errors": outcome.errors, "chunks": len(chunks),
-                "failedChunks": outcome.failed_chunks,
+                "failedChunks": outcome.failed_chunks, "unpaid": outcome.unpaid,
                 "usage": {"input_tokens": usage.input_tokens,
                           "output_tokens": usage.output_tokens, "llm_calls": usage.llm_calls,
                           "latency_ms": usage.latency_ms},
