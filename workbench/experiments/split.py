@@ -40,9 +40,8 @@ HEAD_FIELDS = ("id", "type", "querySetId", "searchConfigurationList", "judgmentL
 
 
 def worth_splitting(ctx: RunContext) -> bool:
-    threshold = ctx.svc.config.split_queries
-    return (threshold > 0 and ctx.experiment.get("type") in UNIT_QUERIES
-            and bool(ctx.configs) and len(ctx.entries) >= threshold)
+    return (ctx.experiment.get("type") in UNIT_QUERIES and bool(ctx.configs)
+            and fanout.worth_splitting(ctx.svc, len(ctx.entries)))
 
 
 def unit_ranges(queries: int, per_unit: int, floor: int = 1) -> list[list[int]]:

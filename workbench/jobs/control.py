@@ -35,6 +35,12 @@ CHECK_INTERVAL = 0.5
 WRITE_INTERVAL = 2.0
 
 
+def without_progress(metadata: dict[str, Any]) -> dict[str, Any]:
+    """A judgment's metadata without the ``progress`` its job writes as it runs: what names the
+    work (a split job's run is named after it, so a run again resumes)."""
+    return {k: v for k, v in metadata.items() if k != "progress"}
+
+
 def cancel_key(entity_id: str) -> str:
     return f"workbench:cancel:{entity_id}"
 

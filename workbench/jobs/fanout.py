@@ -383,6 +383,12 @@ def publish(r: redis.Redis, keys: Keys, head: Any, payloads: Sequence[Any]) -> i
     return len(done)
 
 
+def worth_splitting(svc: Services, queries: int) -> bool:
+    """Whether a job over ``queries`` queries is split (``WORKBENCH_SPLIT_QUERIES``; 0 never)."""
+    threshold = svc.config.split_queries
+    return threshold > 0 and queries >= threshold
+
+
 def queue_helper(kind_name: str, entity_id: str, run: str) -> None:
     """Queue one helper of ``run``, acting as the identity this job acts as."""
     from workbench.jobs.celery_app import celery_app

@@ -422,10 +422,7 @@ def generate(svc: Services, judgment_id: str, metadata: dict[str, Any],
     judge, entries, targets = prepare(svc, metadata, control)
     if control is not None:
         control.check()
-    if llm_split.worth_splitting(svc, judge, targets):
-        outcomes = llm_split.rate(svc, judgment_id, judge, targets, control)
-    else:
-        outcomes = judge.rate(targets)
+    outcomes = llm_split.rate(svc, judgment_id, judge, targets, control)
     budget_reason = judge.budget.reason if judge.budget is not None else None
     ratings, failed, reason = _assemble(targets, outcomes, budget_reason)
     out = dict(metadata)
@@ -480,10 +477,7 @@ def retry_failed(svc: Services, judgment_id: str, doc: dict[str, Any],
     judge.use_cache(targets)
     from workbench.judgments import llm_split  # it builds on this module
 
-    if llm_split.worth_splitting(svc, judge, targets):
-        outcomes = llm_split.rate(svc, judgment_id, judge, targets, control)
-    else:
-        outcomes = judge.rate(targets)
+    outcomes = llm_split.rate(svc, judgment_id, judge, targets, control)
     for number, target, outcome in zip(owners, targets, outcomes, strict=True):
         entry = entries[number]
         rated = {**target.known, **outcome.ratings}

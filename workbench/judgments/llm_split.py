@@ -15,7 +15,7 @@ import json
 from typing import Any
 
 from workbench.jobs import fanout
-from workbench.jobs.control import JobControl
+from workbench.jobs.control import JobControl, without_progress
 from workbench.judgments.llm import CacheWriter, Judge, Outcome, Usage
 from workbench.judgments.llm_cost import SharedBudget
 from workbench.judgments.retrieval import Target
@@ -25,11 +25,6 @@ from workbench.services import Services
 KIND = "llm_judgment"
 
 
-def worth_splitting(svc: Services, judge: Judge, targets: list[Target]) -> bool:
-    threshold = svc.config.split_queries
-    return threshold > 0 and len(_asked(targets)) >= threshold
-
-
 def _asked(targets: list[Target]) -> list[int]:
     """The targets with at least one hit not known yet."""
     return [n for n, t in enumerate(targets) if any(d not in t.known for d, _ in t.hits)]
@@ -37,16 +32,16 @@ def _asked(targets: list[Target]) -> list[int]:
 
 def rate(svc: Services, judgment_id: str, judge: Judge, targets: list[Target],
          control: JobControl | None) -> list[Outcome]:
-    """``Judge.rate`` spread over the workers: the same outcomes, and the usage added to
-    ``judge.usage``."""
+    """``Judge.rate``, spread over the workers when enough queries have hits to rate: the same
+    outcomes, and the usage added to ``judge.usage``."""
     asked = _asked(targets)
+    if not fanout.worth_splitting(svc, len(asked)):
+        return judge.rate(targets)
     payloads = [{"queryText": targets[n].entry.query_text,
                  "customFields": targets[n].entry.custom_fields,
                  "hits": [[d, shown] for d, shown in targets[n].hits
                           if d not in targets[n].known]} for n in asked]
-    # Progress changes while the job runs; the rest names the work (a re-run resumes it).
-    settings = {k: v for k, v in judge.metadata.items() if k != "progress"}
-    head: dict[str, Any] = {"metadata": settings, "index": judge.index}
+    head: dict[str, Any] = {"metadata": without_progress(judge.metadata), "index": judge.index}
     if judge.budget is not None:  # one budget for every process of this run (a run again too)
         digest = hashlib.sha256(json.dumps(payloads, sort_keys=True).encode()).hexdigest()
         key = f"wb:budget:{judgment_id}:{digest[:20]}"

@@ -9,7 +9,7 @@ from typing import Any
 
 from workbench.javafmt import double_to_string
 from workbench.jobs import fanout
-from workbench.jobs.control import JobControl
+from workbench.jobs.control import JobControl, without_progress
 from workbench.judges import registry
 from workbench.judges.base import Hit, Judge, Query, Setup
 from workbench.judgments.retrieval import Target, load, retrieve
@@ -56,9 +56,8 @@ def _judge(svc: Services, metadata: dict[str, Any]) -> Judge:
     return registry.create(metadata["judge"], Setup(_options(metadata), svc, source="judgment"))
 
 
-def generate(svc: Services, metadata: dict[str, Any], judgment_id: str = "",
-             control: JobControl | None = None,
-             ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+def generate(svc: Services, metadata: dict[str, Any], judgment_id: str,
+             control: JobControl | None) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     query_set = load(svc, QUERY_SET_INDEX, metadata["querySetId"], "QuerySet")
     configs = [load(svc, SEARCH_CONFIG_INDEX, c, "SearchConfiguration")
                for c in metadata["searchConfigurationList"]]
@@ -67,13 +66,11 @@ def generate(svc: Services, metadata: dict[str, Any], judgment_id: str = "",
     targets = retrieve(svc, entries, configs, int(metadata.get("size", 10)),
                        lambda source: shown_fields(source, fields))
     judge = _judge(svc, metadata)  # an unknown judge or option fails here, before any unit
-    threshold = svc.config.split_queries
-    if judgment_id and threshold and len(targets) >= threshold:
-        settings = {k: v for k, v in metadata.items() if k != "progress"}
+    if fanout.worth_splitting(svc, len(targets)):
         groups = [targets[n:n + UNIT_QUERIES] for n in range(0, len(targets), UNIT_QUERIES)]
         payloads = [[_payload(t) for t in group] for group in groups]
-        parts = fanout.spread(svc, KIND, judgment_id, {"metadata": settings}, payloads,
-                              [len(g) for g in groups], control)
+        parts = fanout.spread(svc, KIND, judgment_id, {"metadata": without_progress(metadata)},
+                              payloads, [len(g) for g in groups], control)
         outcomes: list[dict[str, Any] | str] = [o for part in parts for o in part]
     else:
         outcomes = [_rate(judge, target) for target in targets]
