@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import base64
 import json
-import re
 import time
 import uuid
 from collections.abc import Iterator
@@ -24,7 +23,7 @@ import urllib3
 from tests.conftest import JUDGE_MODEL, LLM_KEY
 from tests.support.api import Api, Reply
 from tests.support.llm_server import LLMServer
-from tests.support.processes import FRONTS, Server, Worker, base_env
+from tests.support.processes import FRONTS, Server, Worker, base_env, helper_units
 from tests.support.secure_cluster import SecureCluster
 from workbench.config import Config
 from workbench.store.indices import (
@@ -502,9 +501,6 @@ def test_every_route_answers_each_user_as_the_cluster_would(
     assert routes - set(seen) == set(), "routes not exercised as each user"
 
 
-HELPER_DONE = r"Task workbench\.jobs\.help\[[^\]]+\] succeeded in [\d.]+s: (\d+)"
-
-
 def test_a_split_job_searches_as_its_creator_on_every_worker(
         sec: SecureCluster, sec_env: dict[str, str]) -> None:
     """carol's hybrid experiment over 8 queries, split in units of one query over two workers:
@@ -545,7 +541,7 @@ def test_a_split_job_searches_as_its_creator_on_every_worker(
             worker.stop()
         server.stop()
     assert any(f"experiment {experiment_id} split into 8 units" in text for text in logs), logs
-    assert sum(int(n) for text in logs for n in re.findall(HELPER_DONE, text)) >= 1, logs
+    assert sum(helper_units(text) for text in logs) >= 1, logs
     results = json.loads(cluster_call(sec, "POST", f"/{EVALUATION_INDEX}/_search", {
         "query": {"term": {"experimentId": experiment_id}}, "size": 1000}).data)
     found = {doc_id for hit in results["hits"]["hits"] for doc_id in hit["_source"]["documentIds"]}

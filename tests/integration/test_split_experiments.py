@@ -20,7 +20,7 @@ from opensearchpy import OpenSearch
 from opensearchpy.helpers import bulk
 
 from tests.support.api import Api
-from tests.support.processes import Server, Worker
+from tests.support.processes import Server, Worker, helper_units
 from workbench.experiments.context import stable_id
 
 QUERIES = 16
@@ -28,7 +28,6 @@ DOCS = 4
 EVALUATIONS = "search-relevance-evaluation-result"
 VARIANTS = "search-relevance-experiment-variant"
 HISTORY = ".search-relevance-scheduled-experiment-history"
-HELPER_DONE = re.compile(r"Task workbench\.jobs\.help\[[^\]]+\] succeeded in [\d.]+s: (\d+)")
 PARENT_DONE = re.compile(r"Task workbench\.experiments\.run\[[^\]]+\] succeeded")
 #: what differs between two runs of the same experiment: when, how long, and the ids
 VOLATILE = {"id", "timestamp", "took", "experimentId", "experimentVariantId"}
@@ -85,6 +84,13 @@ def crew(env: dict[str, str]) -> Iterator[dict[str, Any]]:
     server.stop()
 
 
+def many_queries(api: Api) -> str:
+    """A query set of 600 queries over the shop's items: a run long enough to stop midway."""
+    return str(api.srw("PUT", "/query_sets", {"name": "split many", "querySetQueries": [
+        {"queryText": f"item{q % QUERIES} red shoe {q}"} for q in range(600)]}).json[
+        "query_set_id"])
+
+
 def finished(api: Api, path: str, timeout: float = 180) -> dict[str, Any]:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -139,10 +145,6 @@ def written(direct: OpenSearch, experiment: dict[str, Any]) -> dict[str, Any]:
             "all linked": linked <= set(variants)}
 
 
-def helper_units(log: str) -> int:
-    return sum(int(n) for n in HELPER_DONE.findall(log))
-
-
 def test_split_pointwise_equals_the_unsplit_run(crew: dict[str, Any], api: Api, worker: Worker,
                                                 shop: dict[str, Any],
                                                 direct: OpenSearch) -> None:
@@ -190,9 +192,7 @@ def test_a_cancelled_split_experiment_leaves_nothing(crew: dict[str, Any],
                                                      shop: dict[str, Any],
                                                      direct: OpenSearch) -> None:
     api = crew["api"]
-    many = api.srw("PUT", "/query_sets", {"name": "split many", "querySetQueries": [
-        {"queryText": f"item{q % QUERIES} red shoe {q}"} for q in range(600)]}).json[
-        "query_set_id"]
+    many = many_queries(api)
     experiment_id = api.srw("PUT", "/experiments", {
         "type": "HYBRID_OPTIMIZER", "querySetId": many,
         "searchConfigurationList": [shop["hybrid"]], "judgmentList": [shop["judgment"]],
@@ -277,9 +277,7 @@ def test_a_split_scheduled_run_past_its_timeout_ends_timeout(
     """With ``scheduled_experiments_timeout`` at 2 s, a 600-query hybrid run split over both
     workers stops every worker once the deadline passes and ends TIMEOUT with the reason."""
     api = crew["api"]
-    many = api.srw("PUT", "/query_sets", {"name": "split timeout", "querySetQueries": [
-        {"queryText": f"item{q % QUERIES} red shoe {q}"} for q in range(600)]}).json[
-        "query_set_id"]
+    many = many_queries(api)
     experiment_id = api.srw("PUT", "/experiments", {
         "type": "PAIRWISE_COMPARISON", "querySetId": many,
         "searchConfigurationList": [shop["hybrid"], shop["by_rank"]], "size": 3}).json[

@@ -24,11 +24,10 @@ from opensearchpy import OpenSearch
 from tests.conftest import JUDGE_MODEL
 from tests.support.api import Api
 from tests.support.llm_server import LLMServer
-from tests.support.processes import Server, Worker
+from tests.support.processes import Server, Worker, helper_units
 
 QUERIES = 12
 DOCS = 3
-HELPER_DONE = re.compile(r"Task workbench\.jobs\.help\[[^\]]+\] succeeded in [\d.]+s: (\d+)")
 PARENT_DONE = re.compile(r"Task workbench\.judgments\.generate\[[^\]]+\] succeeded")
 
 
@@ -89,10 +88,6 @@ def finished(api: Api, judgment_id: str, timeout: float = 120) -> dict[str, Any]
     raise AssertionError(f"judgment {judgment_id} did not finish")
 
 
-def units_done(log: str) -> list[int]:
-    return [int(n) for n in HELPER_DONE.findall(log)]
-
-
 def test_a_split_judgment_equals_the_unsplit_one_and_both_workers_share_it(
         crew: dict[str, Any], api: Api, worker: Worker, products: dict[str, Any],
         llm: LLMServer) -> None:
@@ -114,7 +109,7 @@ def test_a_split_judgment_equals_the_unsplit_one_and_both_workers_share_it(
     # One worker ran the job (and units), the other a helper that did at least one unit.
     new = [w.log()[len(before):] for w, before in zip(crew["workers"], logs, strict=True)]
     parents = [bool(PARENT_DONE.search(text)) for text in new]
-    helped = [sum(units_done(text)) for text in new]
+    helped = [helper_units(text) for text in new]
     assert parents.count(True) == 1, new
     assert helped[parents.index(False)] >= 1, (helped, new)
 
@@ -303,4 +298,4 @@ def test_a_budget_holds_for_every_worker_of_a_split_judgment(
     assert len(rated) + len(failed) == QUERIES * DOCS and rated and failed
     assert all(f["reason"] == reason for _, f in failed)
     new = [w.log()[len(old):] for w, old in zip(crew["workers"], logs, strict=True)]
-    assert sum(sum(units_done(text)) for text in new) >= 1, new  # the helper spent too
+    assert sum(helper_units(text) for text in new) >= 1, new  # the helper spent too

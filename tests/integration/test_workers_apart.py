@@ -24,11 +24,10 @@ from tests.conftest import JUDGE_MODEL, LLM_KEY
 from tests.support.api import Api
 from tests.support.llm_server import LLMServer
 from tests.support.netns import Namespace, Relay
-from tests.support.processes import Proc, Server
+from tests.support.processes import Proc, Server, helper_units
 from workbench.config import Config
 
 JOBS = 4
-HELPER_DONE = re.compile(r"Task workbench\.jobs\.help\[[^\]]+\] succeeded in [\d.]+s: (\d+)")
 
 
 class NamespacedWorker(Proc):
@@ -103,6 +102,16 @@ def apart(env: dict[str, str], llm_server: LLMServer) -> Iterator[dict[str, Any]
             ns.delete()
 
 
+def titles_and_queries(api: Api, index: str, texts: list[str]) -> tuple[str, str]:
+    """A search configuration matching titles of ``index``, and a query set of ``texts``."""
+    config = api.srw("PUT", "/search_configurations", {
+        "name": f"apart {index}", "index": index,
+        "query": '{"query":{"match":{"title":"%SearchText%"}}}'}).json["search_configuration_id"]
+    query_set = api.srw("PUT", "/query_sets", {"name": f"apart {index}", "querySetQueries": [
+        {"queryText": text} for text in texts]}).json["query_set_id"]
+    return str(config), str(query_set)
+
+
 def test_a_namespace_reaches_only_the_host_link(apart: dict[str, Any]) -> None:
     ns = apart["spaces"][0]
     routes = ns.run(["ip", "-o", "addr"]).stdout
@@ -122,12 +131,7 @@ def test_two_workers_apart_share_the_queued_jobs(apart: dict[str, Any], llm: LLM
         direct.index(index=index, id=f"d{number}", body={"title": f"red shoes model {number}"},
                      refresh=True)
     try:
-        config = api.srw("PUT", "/search_configurations", {
-            "name": f"apart {index}", "index": index,
-            "query": '{"query":{"match":{"title":"%SearchText%"}}}'}).json[
-            "search_configuration_id"]
-        query_set = api.srw("PUT", "/query_sets", {"name": f"apart {index}", "querySetQueries": [
-            {"queryText": "red shoes"}]}).json["query_set_id"]
+        config, query_set = titles_and_queries(api, index, ["red shoes"])
         llm.latency = 1.0  # each job holds its worker for a while
         ids = []
         for _ in range(JOBS):
@@ -164,19 +168,14 @@ def test_one_job_split_across_both_workers(apart: dict[str, Any], llm: LLMServer
     api: Api = apart["api"]
     index = f"test-apart-{uuid.uuid4().hex[:6]}"
     for number in range(8):
-        for doc in range(3):
-            direct.index(index=index, id=f"q{number}-{doc}",
-                         body={"title": f"item{number} red shoes {doc}"})
+        for hit in range(3):
+            direct.index(index=index, id=f"q{number}-{hit}",
+                         body={"title": f"item{number} red shoes {hit}"})
     direct.indices.refresh(index=index)
     before = [worker.log() for worker in apart["workers"]]
     try:
-        config = api.srw("PUT", "/search_configurations", {
-            "name": f"apart {index}", "index": index,
-            "query": '{"query":{"match":{"title":"%SearchText%"}}}'}).json[
-            "search_configuration_id"]
-        query_set = api.srw("PUT", "/query_sets", {"name": f"apart {index}", "querySetQueries": [
-            {"queryText": f"item{number} red shoes"} for number in range(8)]}).json[
-            "query_set_id"]
+        config, query_set = titles_and_queries(
+            api, index, [f"item{number} red shoes" for number in range(8)])
         llm.latency = 1.0
         reply = api.srw("PUT", "/judgments", {
             "name": "apart split", "type": "LLM_JUDGMENT", "modelId": JUDGE_MODEL,
@@ -199,4 +198,4 @@ def test_one_job_split_across_both_workers(apart: dict[str, Any], llm: LLMServer
     parent = [f"llm_judgment {judgment_id} split into 8 units" in text for text in logs]
     assert parent.count(True) == 1, logs
     helper_log = logs[parent.index(False)]
-    assert sum(int(n) for n in HELPER_DONE.findall(helper_log)) >= 1, helper_log
+    assert helper_units(helper_log) >= 1, helper_log

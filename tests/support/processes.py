@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -137,3 +138,12 @@ class Worker(Proc):
             if any(self.queue in name for reply in replies for name in reply):
                 return
         raise RuntimeError(f"worker did not answer a ping in {timeout}s:\n{self.log()[-4000:]}")
+
+
+_HELPER_DONE = re.compile(r"Task workbench\.jobs\.help\[[^\]]+\] succeeded in [\d.]+s: (\d+)")
+
+
+def helper_units(log: str) -> int:
+    """Units of split jobs done by the helper tasks of a worker's log (each helper's Celery
+    success line ends with the count it returned)."""
+    return sum(int(n) for n in _HELPER_DONE.findall(log))
