@@ -66,3 +66,24 @@ def test_the_worker_scales_and_installs_take_turns() -> None:
         assert command.startswith("sh -c flock /app/.compose-install.lock pip install"), command
     ignored = (REPO / ".gitignore").read_text().split()
     assert ".compose-install.lock" in ignored
+
+
+def test_the_workbench_installs_at_the_locked_versions() -> None:
+    """Each workbench container installs through scripts/requirements.lock (in the mounted
+    checkout), as scripts/install.sh does, so compose runs what the tests ran against."""
+    services = compose()["services"]
+    assert (REPO / "scripts" / "requirements.lock").is_file()
+    for name in ("workbench-api", "worker", "workbench-scheduler"):
+        command = " ".join(services[name]["command"])
+        install = command.split("&&")[0]
+        assert "pip install -q -c scripts/requirements.lock -e ." in install, command
+        assert services[name]["working_dir"] == "/app"
+        assert ".:/app" in services[name]["volumes"]
+
+
+def test_a_dead_workbench_process_comes_back() -> None:
+    """A worker that exits (say on a Redis restart), the API or the scheduler is restarted,
+    unless the user stopped it."""
+    services = compose()["services"]
+    for name in ("workbench-api", "worker", "workbench-scheduler"):
+        assert services[name].get("restart") == "unless-stopped", name
