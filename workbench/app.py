@@ -28,6 +28,8 @@ from workbench.errors import (
     WorkbenchError,
     envelope,
     snake_case,
+    timeout_reason,
+    unreachable_reason,
 )
 from workbench.jobs.celery_app import configure as configure_celery
 from workbench.logs import setup_logging
@@ -77,12 +79,11 @@ def _register_error_handlers(app: Flask, config: Config) -> None:
         cluster's own status and body; unreachable is a 503 naming the cluster, no answer within
         OPENSEARCH_TIMEOUT a 504 (``ConnectionTimeout`` subclasses ``ConnectionError``: first)."""
         if isinstance(exc, OpenSearchConnectionTimeout):
-            timeout = ClusterTimeout(f"OpenSearch cluster at {config.opensearch_url_safe} did not "
-                                     f"answer within {config.opensearch_timeout:g}s")
+            timeout = ClusterTimeout(timeout_reason(config.opensearch_url_safe,
+                                                    config.opensearch_timeout))
             return json_response(timeout.body(), timeout.status)
         if isinstance(exc, OpenSearchConnectionError):
-            unavailable = ClusterUnavailable(
-                f"OpenSearch cluster at {config.opensearch_url_safe} is unreachable")
+            unavailable = ClusterUnavailable(unreachable_reason(config.opensearch_url_safe))
             return json_response(unavailable.body(), unavailable.status)
         status = exc.status_code if isinstance(exc.status_code, int) else 500
         info = exc.info if isinstance(exc.info, dict) else envelope(

@@ -24,15 +24,20 @@ def clip(reason: str, limit: int = MAX_REASON_CHARS) -> str:
 
 
 def envelope(
-    status: int, error_type: str, reason: str, caused_by: dict[str, Any] | None = None
+    status: int, error_type: str, reason: str, caused_by: dict[str, Any] | None = None,
+    details: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """OpenSearch's error body for one exception; the reason is clipped, so that a value of any
-    length quoted in it costs the answer at most ``MAX_REASON_CHARS``."""
+    length quoted in it costs the answer at most ``MAX_REASON_CHARS``. ``details`` are extra
+    fields of the error, set beside ``type`` and ``reason`` in the error and its root cause, as
+    OpenSearch sets e.g. ``index`` (``entity_id`` of a create that failed: api/creates.py)."""
     reason = clip(reason)
+    extra = details or {}
     error: dict[str, Any] = {
-        "root_cause": [{"type": error_type, "reason": reason}],
+        "root_cause": [{"type": error_type, "reason": reason, **extra}],
         "type": error_type,
         "reason": reason,
+        **extra,
     }
     if caused_by:
         error["caused_by"] = caused_by
@@ -57,6 +62,7 @@ class WorkbenchError(Exception):
         status: int | None = None,
         error_type: str | None = None,
         caused_by: dict[str, Any] | None = None,
+        details: dict[str, Any] | None = None,
     ) -> None:
         super().__init__(reason)
         self.reason = reason
@@ -65,9 +71,10 @@ class WorkbenchError(Exception):
         if error_type is not None:
             self.error_type = error_type
         self.caused_by = caused_by
+        self.details = details
 
     def body(self) -> dict[str, Any]:
-        return envelope(self.status, self.error_type, self.reason, self.caused_by)
+        return envelope(self.status, self.error_type, self.reason, self.caused_by, self.details)
 
 
 class BadRequest(WorkbenchError):
@@ -97,6 +104,13 @@ class Conflict(WorkbenchError):
     error_type = "search_relevance_exception"
 
 
+class AlreadyExists(Conflict):
+    """A create found a document with its id (``op_type=create``): 409, as the cluster says it.
+    A create with an Idempotency-Key answers its first result instead (api/creates.py)."""
+
+    error_type = "version_conflict_engine_exception"
+
+
 class MethodNotAllowedError(WorkbenchError):
     """A known path with the wrong method (405); the response carries ``Allow``."""
 
@@ -124,6 +138,16 @@ class NotAcceptable(WorkbenchError):
 
     def body(self) -> dict[str, Any]:
         return {"error": clip(self.reason), "status": self.status}
+
+
+def unreachable_reason(url: str) -> str:
+    """Why a ``ClusterUnavailable``; ``url`` is the cluster's URL without credentials."""
+    return f"OpenSearch cluster at {url} is unreachable"
+
+
+def timeout_reason(url: str, seconds: float) -> str:
+    """Why a ``ClusterTimeout``; ``seconds`` is OPENSEARCH_TIMEOUT."""
+    return f"OpenSearch cluster at {url} did not answer within {seconds:g}s"
 
 
 class ClusterUnavailable(WorkbenchError):

@@ -47,6 +47,12 @@ def created_by() -> dict[str, str]:
     return {"createdBy": caller.user} if caller is not None and caller.user else {}
 
 
+def user_name() -> str:
+    """The caller's user name on a secured cluster, else empty (every caller is the same)."""
+    caller: identity.Caller | None = g.get("caller")
+    return caller.user or "" if caller is not None else ""
+
+
 def secured() -> bool:
     caller: identity.Caller | None = g.get("caller")
     return caller is not None and caller.secured

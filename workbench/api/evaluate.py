@@ -11,13 +11,15 @@ judge is a 502 naming it; a bad option, an unknown judge or an unknown model is 
 
 from __future__ import annotations
 
+from typing import Any
+
 from flask import Blueprint, Response
 
 from workbench.api import caller, json_body, json_response, services
+from workbench.api.creates import EVALUATE_BATCH, Create
 from workbench.errors import BadRequest, NotFound, WorkbenchError
 from workbench.evaluation import batch, batch_job, brief_shape, workbench_shape
 from workbench.evaluation.run import evaluate as run
-from workbench.jobs.queue import QueueUnavailable, enqueue
 from workbench.judges.base import JudgeFailed, OptionError
 from workbench.judges.registry import BrokenJudge, UnknownJudge
 from workbench.llm.base import ModelUnusable
@@ -85,28 +87,23 @@ def evaluate_batch() -> Response:
     body = json_body()
     assert body is not None
     svc = services()
+    create = Create(EVALUATE_BATCH)  # a batch answered at once creates nothing: key unused
     try:
         entries = batch.parse(svc, body)
         if len(entries) > svc.config.evaluate_batch_limit:
-            return queue(entries)
+            return queue(create, body, entries)
         return json_response(batch.run(svc, entries))
     except batch.EntryFailed as exc:
         error = http_error(exc.cause, exc.position)
         raise error from (None if error is exc.cause else exc.cause)
 
 
-def queue(entries: list[batch.Entry]) -> Response:
+def queue(create: Create, body: dict[str, Any], entries: list[batch.Entry]) -> Response:
     """Store a large batch and queue its job: 202 with its id and status."""
-    doc = batch_job.document(entries, caller.created_by())
-    repo = Repository(services().client, EVALUATE_BATCH_INDEX)
-    repo.create(doc)
-    try:
-        enqueue(batch_job.TASK, doc["id"])
-    except QueueUnavailable:
-        repo.delete(doc["id"])  # never queued: leave nothing PROCESSING behind
-        raise
-    return json_response({"id": doc["id"], "status": doc["status"], "queries": doc["queries"]},
-                         202)
+    doc = batch_job.document(entries, caller.created_by(), create.id)
+    create.store(Repository(services().client, EVALUATE_BATCH_INDEX), doc, body)
+    return create.answer({"id": doc["id"], "status": doc["status"],
+                          "queries": doc["queries"]}, 202)
 
 
 @bp.get("/_evaluate/_batch/<batch_id>")

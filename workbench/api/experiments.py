@@ -8,6 +8,7 @@ from typing import Any
 from flask import Blueprint, Response
 
 from workbench.api import caller, json_body, json_response, services
+from workbench.api.creates import EXPERIMENT, Create
 from workbench.api.srw import (
     cancel_if_running,
     cancel_job,
@@ -22,7 +23,6 @@ from workbench.experiments.create import new_experiment, optional_text
 from workbench.experiments.runner import EVENTS
 from workbench.experiments.signature import validate
 from workbench.experiments.summary_read import no_judgments_matched
-from workbench.jobs.queue import QueueUnavailable, enqueue
 from workbench.schemas.text import DESCRIPTION_LIMIT, NAME_LIMIT
 from workbench.store.indices import (
     EVALUATION_INDEX,
@@ -40,19 +40,15 @@ def put_experiment() -> Response:
     body = json_body()
     assert body is not None
     svc = services()
-    doc = new_experiment(svc.client, body)
+    create = Create(EXPERIMENT)
+    doc = new_experiment(svc.client, body, create.id)
     caller.refuse_unless_searchable(doc.get("searchConfigurationList") or [])
     doc.update(caller.created_by())
-    repo = repository(EXPERIMENT_INDEX)
-    result = repo.create(doc)
-    try:
-        enqueue("workbench.experiments.run", doc["id"])
-    except QueueUnavailable:
-        repo.delete(doc["id"])  # never queued: leave nothing PROCESSING behind
-        raise
-    svc.record_event("experiment_executions")
-    svc.record_event(EVENTS[doc["type"]])
-    return json_response({"experiment_id": doc["id"],
+    result = create.store(repository(EXPERIMENT_INDEX), doc, body)  # and queues its job
+    if not create.replayed:  # counted once, by the request that queued it
+        svc.record_event("experiment_executions")
+        svc.record_event(EVENTS[doc["type"]])
+    return create.answer({"experiment_id": doc["id"],
                           "experiment_result": str(result["result"]).upper()})
 
 

@@ -13,6 +13,7 @@ from opensearchpy.exceptions import ConflictError
 
 from workbench import agreement
 from workbench.api import caller, json_body, json_response, services
+from workbench.api.creates import JUDGMENT, Create
 from workbench.api.judgment_estimate import price_of
 from workbench.api.srw import (
     cancel_if_running,
@@ -45,19 +46,14 @@ RUNNING = ("PROCESSING", "RETRYING")
 def put_judgment() -> Response:
     body = json_body()
     assert body is not None
-    doc = new_judgment(services().client, body, price_of)
+    create = Create(JUDGMENT)
+    doc = new_judgment(services().client, body, price_of, create.id)
     metadata = doc["metadata"]
     caller.refuse_unless_searchable(metadata.get("searchConfigurationList") or [],
                                     [metadata.get("ubiEventsIndex") or ""])
     doc.update(caller.created_by())
-    repo = repository(JUDGMENT_INDEX)
-    repo.create(doc)
-    try:
-        enqueue("workbench.judgments.generate", doc["id"])
-    except QueueUnavailable:
-        repo.delete(doc["id"])  # never queued: leave nothing PROCESSING behind
-        raise
-    return json_response({"judgment_id": doc["id"]})
+    create.store(repository(JUDGMENT_INDEX), doc, body)  # and queues its job
+    return create.answer({"judgment_id": doc["id"]})
 
 
 @bp.get("")

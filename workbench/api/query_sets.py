@@ -6,7 +6,8 @@ from typing import Any
 
 from flask import Blueprint, Response
 
-from workbench.api import json_body, json_response, services
+from workbench.api import json_body, services
+from workbench.api.creates import QUERY_SET, Create
 from workbench.api.srw import (
     delete_entity,
     get_entity,
@@ -22,7 +23,7 @@ from workbench.querysets import sampling
 from workbench.querysets.entries import QuerySetLimitExceeded, parse_manual
 from workbench.schemas.text import DESCRIPTION_LIMIT, LEGACY_LIMIT, NAME_LIMIT, text_error
 from workbench.store.indices import QUERY_SET_INDEX
-from workbench.store.repository import new_id, now_iso
+from workbench.store.repository import now_iso
 
 INDEX = QUERY_SET_INDEX
 
@@ -43,18 +44,18 @@ def _name_and_description(body: dict[str, Any], name_limit: int,
     return name.strip(), (description or "").strip()
 
 
-def _store(name: str, description: str, sampling_name: str,
-           entries: list[dict[str, Any]]) -> Response:
+def _store(create: Create, body: dict[str, Any], name: str, description: str,
+           sampling_name: str, entries: list[dict[str, Any]]) -> Response:
     doc = {
-        "id": new_id(),
+        "id": create.id,
         "name": name,
         "description": description,
         "sampling": sampling_name,
         "timestamp": now_iso(),
         "querySetQueries": entries,
     }
-    result = repository(INDEX).create(doc)
-    return json_response({"query_set_id": doc["id"],
+    result = create.store(repository(INDEX), doc, body)
+    return create.answer({"query_set_id": doc["id"],
                           "query_set_result": str(result["result"]).upper()})
 
 
@@ -62,19 +63,21 @@ def _store(name: str, description: str, sampling_name: str,
 def put_query_set() -> Response:
     body = json_body()
     assert body is not None
+    create = Create(QUERY_SET)
     name, description = _name_and_description(body, NAME_LIMIT, DESCRIPTION_LIMIT)
     sampling_name = body.get("sampling", "manual")
     if sampling_name != "manual":
         raise BadRequest(f"Support sampling as manual only. sampling: {sampling_name}")
     maximum = plugin_settings().value("query_set.maximum")
     entries = parse_manual(body.get("querySetQueries"), maximum)
-    return _store(name, description, "manual", entries)
+    return _store(create, body, name, description, "manual", entries)
 
 
 @bp.post("")
 def post_query_set() -> Response:
     body = json_body()
     assert body is not None
+    create = Create(QUERY_SET)
     name, description = _name_and_description(body, LEGACY_LIMIT, LEGACY_LIMIT)
     sampler = body.get("sampling", "pptss")
     size = _query_set_size(body.get("querySetSize", 10))
@@ -95,7 +98,7 @@ def post_query_set() -> Response:
     else:
         queries = sampling.pptss(client, index, size)
     entries = [{"queryText": q, "customFields": {}} for q in queries]
-    return _store(name, description, sampler, entries)
+    return _store(create, body, name, description, sampler, entries)
 
 
 def _query_set_size(raw: Any) -> int:

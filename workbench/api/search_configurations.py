@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from flask import Blueprint, Response
 
-from workbench.api import json_body, json_response, services
+from workbench.api import json_body, services
+from workbench.api.creates import SEARCH_CONFIGURATION, Create
 from workbench.api.srw import (
     delete_entity,
     get_entity,
@@ -17,7 +18,7 @@ from workbench.api.srw import (
 from workbench.errors import BadRequest
 from workbench.schemas.text import DESCRIPTION_LIMIT, NAME_LIMIT, text_error
 from workbench.store.indices import SEARCH_CONFIG_INDEX, index_exists
-from workbench.store.repository import new_id, now_iso
+from workbench.store.repository import now_iso
 from workbench.store.search_render import query_error
 
 INDEX = SEARCH_CONFIG_INDEX
@@ -29,6 +30,7 @@ bp = Blueprint("search_configurations", __name__, url_prefix="/search_configurat
 def put_search_configuration() -> Response:
     body = json_body()
     assert body is not None
+    create = Create(SEARCH_CONFIGURATION)
     name = text_field(body, "name")
     error = text_error(name, NAME_LIMIT)
     if error:
@@ -52,7 +54,7 @@ def put_search_configuration() -> Response:
     if not index_exists(services().client, index.strip()):
         raise BadRequest(f"Index [{index}] does not exist in the cluster")
     doc = {
-        "id": new_id(),
+        "id": create.id,
         "name": name.strip(),
         "timestamp": now_iso(),
         "index": index.strip(),
@@ -60,8 +62,8 @@ def put_search_configuration() -> Response:
         "searchPipeline": pipeline.strip(),
         "description": (description or "").strip(),
     }
-    result = repository(INDEX).create(doc)
-    return json_response({"search_configuration_id": doc["id"],
+    result = create.store(repository(INDEX), doc, body)
+    return create.answer({"search_configuration_id": doc["id"],
                           "search_configuration_result": str(result["result"]).upper()})
 
 

@@ -53,10 +53,12 @@ def load(stored: dict[str, Any]) -> Request:
     return Request(**values)
 
 
-def document(entries: list[Entry], created_by: dict[str, Any]) -> dict[str, Any]:
-    """The PROCESSING document of a new batch job."""
+def document(entries: list[Entry], created_by: dict[str, Any],
+             batch_id: str | None = None) -> dict[str, Any]:
+    """The PROCESSING document of a new batch job (``batch_id``: the id the create chose,
+    api/creates.py; a new one when None)."""
     return {
-        "id": new_id(), "timestamp": now_iso(), "status": "PROCESSING",
+        "id": batch_id or new_id(), "timestamp": now_iso(), "status": "PROCESSING",
         "queries": len(entries), **created_by,
         "entries": [{"brief": entry.brief, "request": dump(entry.request),
                      # the brief shape answers each hit as given

@@ -52,8 +52,10 @@ def _id_list(body: dict[str, Any], field: str) -> list[Any]:
     return value
 
 
-def new_experiment(client: OpenSearch, body: dict[str, Any]) -> dict[str, Any]:
-    """The PROCESSING document for a valid request; raises a 4xx for an invalid one."""
+def new_experiment(client: OpenSearch, body: dict[str, Any],
+                   experiment_id: str | None = None) -> dict[str, Any]:
+    """The PROCESSING document for a valid request; raises a 4xx for an invalid one.
+    ``experiment_id`` is the id the create chose (api/creates.py), a new one when None."""
     experiment_type = body.get("type")
     if experiment_type not in TYPES:
         raise BadRequest("Invalid or missing experiment type")
@@ -87,7 +89,7 @@ def new_experiment(client: OpenSearch, body: dict[str, Any]) -> dict[str, Any]:
             raise BadRequest(f"Judgment [{judgment_id}] is not COMPLETED "
                              f"(status: {judgment.get('status')})")
 
-    experiment_id = new_id()
+    experiment_id = experiment_id or new_id()
     return {
         "id": experiment_id,
         "timestamp": now_iso(),

@@ -293,9 +293,10 @@ def _reference_metadata(client: OpenSearch, body: dict[str, Any]) -> dict[str, A
 
 
 def new_judgment(client: OpenSearch, body: dict[str, Any],
-                 price_of: PriceOf = _no_prices) -> dict[str, Any]:
+                 price_of: PriceOf = _no_prices, judgment_id: str | None = None) -> dict[str, Any]:
     """The PROCESSING document for a valid request; raises a 4xx for an invalid one.
-    ``price_of`` gives a model's prices (a ``maxCost`` needs them)."""
+    ``price_of`` gives a model's prices (a ``maxCost`` needs them); ``judgment_id`` is the id
+    the create chose (api/creates.py), a new one when None."""
     name = body.get("name")
     if name is not None and not isinstance(name, str):
         raise BadRequest("Field 'name' must be a string")
@@ -320,7 +321,7 @@ def new_judgment(client: OpenSearch, body: dict[str, Any],
         metadata = {"judgmentRatings": imported.build(body.get("judgmentRatings"))}
     assert isinstance(name, str)
     return {
-        "id": new_id(),
+        "id": judgment_id or new_id(),
         "timestamp": now_iso(),
         "name": name.strip(),
         "status": "PROCESSING",

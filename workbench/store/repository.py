@@ -13,7 +13,7 @@ from typing import Any
 from opensearchpy import OpenSearch
 from opensearchpy.exceptions import ConflictError, NotFoundError
 
-from workbench.errors import Conflict, NotFound
+from workbench.errors import AlreadyExists, NotFound
 
 # OpenSearch refuses to index a document with a longer _id.
 MAX_ID_BYTES = 512
@@ -56,8 +56,7 @@ class Repository:
                 index=self.index, id=doc["id"], body=doc, op_type="create", refresh="true"
             )
         except ConflictError as exc:
-            raise Conflict(f"Document already exists: {doc['id']}", status=409,
-                           error_type="version_conflict_engine_exception") from exc
+            raise AlreadyExists(f"Document already exists: {doc['id']}") from exc
 
     def put(self, doc: dict[str, Any], *, seq_no: int | None = None,
             primary_term: int | None = None) -> dict[str, Any]:
