@@ -10,13 +10,39 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 
+class _Link:
+    """One relayed connection: whether the cluster's bytes to the client are held back."""
+
+    def __init__(self, client: socket.socket) -> None:
+        self.client = client
+        self.held = False
+        self.stop_after = False  # stop the relay once this request's answer is relayed
+        self.pending: list[bytes] = []
+        self.lock = threading.Lock()
+
+
 class TcpRelay:
-    """Forwards every connection on ``port`` to ``target``; start and stop it at will."""
+    """Forwards every connection on ``port`` to ``target``; start and stop it at will.
+
+    Two faults on the wire, each set off by the first request whose bytes contain ``trigger``
+    (a request line sits in the first segment a client sends):
+
+    * ``hold``: the request still reaches the cluster, but its answer (and everything after it
+      on that connection) is kept from the client until ``release`` — a cluster that did the
+      work and then froze.
+    * ``stop_after``: once that request's answer has reached the client, the relay stops, so
+      the next request needs a new connection and is refused.
+    """
 
     def __init__(self, port: int, target: tuple[str, int]) -> None:
         self.port, self.target = port, target
         self._server: socket.socket | None = None
         self._conns: list[socket.socket] = []
+        self._links: list[_Link] = []
+        self._hold_trigger: bytes | None = None
+        self._stop_trigger: bytes | None = None
+        self.held = threading.Event()  # set when a request set off ``hold``
+        self.stopped = threading.Event()  # set when ``stop_after`` stopped the relay
 
     def start(self) -> None:
         srv = socket.socket()
@@ -24,6 +50,7 @@ class TcpRelay:
         srv.bind(("127.0.0.1", self.port))
         srv.listen(64)
         self._server = srv
+        self.stopped.clear()
         threading.Thread(target=self._accept, args=(srv,), daemon=True).start()
 
     def stop(self) -> None:
@@ -37,6 +64,28 @@ class TcpRelay:
                 conn.shutdown(socket.SHUT_RDWR)
                 conn.close()
         self._conns.clear()
+        self._links.clear()
+
+    def hold(self, trigger: bytes) -> None:
+        """Hold back the answer to the next request containing ``trigger``."""
+        self.held.clear()
+        self._hold_trigger = trigger
+
+    def release(self) -> None:
+        """Stop holding: answers held so far go to clients still connected."""
+        self._hold_trigger = None
+        for link in list(self._links):
+            with link.lock:
+                link.held = False
+                with suppress(OSError):
+                    for data in link.pending:
+                        link.client.sendall(data)
+                link.pending.clear()
+
+    def stop_after(self, trigger: bytes) -> None:
+        """Stop the relay once the answer to the next request containing ``trigger`` is
+        relayed."""
+        self._stop_trigger = trigger
 
     def _accept(self, srv: socket.socket) -> None:
         while True:
@@ -45,17 +94,64 @@ class TcpRelay:
             except OSError:
                 return
             upstream = socket.create_connection(self.target)
+            link = _Link(client)
             self._conns += [client, upstream]
-            for a, b in ((client, upstream), (upstream, client)):
-                threading.Thread(target=self._pipe, args=(a, b), daemon=True).start()
+            self._links.append(link)
+            threading.Thread(target=self._requests, args=(link, upstream), daemon=True).start()
+            threading.Thread(target=self._answers, args=(link, upstream), daemon=True).start()
 
-    @staticmethod
-    def _pipe(src: socket.socket, dst: socket.socket) -> None:
+    def _requests(self, link: _Link, upstream: socket.socket) -> None:
+        """Client to cluster; a triggering request marks its link before it is forwarded, so
+        its answer cannot slip through."""
         with suppress(OSError):
-            while data := src.recv(65536):
-                dst.sendall(data)
+            while data := link.client.recv(65536):
+                hold, stop = self._hold_trigger, self._stop_trigger
+                if hold is not None and hold in data:
+                    self._hold_trigger = None
+                    with link.lock:
+                        link.held = True
+                    self.held.set()
+                if stop is not None and stop in data:
+                    self._stop_trigger = None
+                    link.stop_after = True
+                upstream.sendall(data)
         with suppress(OSError):
-            dst.shutdown(socket.SHUT_WR)
+            upstream.shutdown(socket.SHUT_WR)
+
+    def _answers(self, link: _Link, upstream: socket.socket) -> None:
+        """Cluster to client, held back while the link is held."""
+        answer = _Answer()
+        with suppress(OSError):
+            while data := upstream.recv(65536):
+                with link.lock:
+                    if link.held:
+                        link.pending.append(data)
+                        continue
+                    link.client.sendall(data)
+                if link.stop_after and answer.complete(data):
+                    self.stop()
+                    self.stopped.set()
+                    return
+        with suppress(OSError):
+            link.client.shutdown(socket.SHUT_WR)
+
+
+class _Answer:
+    """Enough of HTTP/1.1 to tell when one answer with a ``Content-Length`` has been relayed."""
+
+    def __init__(self) -> None:
+        self.data = b""
+
+    def complete(self, chunk: bytes) -> bool:
+        self.data += chunk
+        head, sep, body = self.data.partition(b"\r\n\r\n")
+        if not sep:
+            return False
+        for line in head.split(b"\r\n")[1:]:
+            name, _, value = line.partition(b":")
+            if name.strip().lower() == b"content-length":
+                return len(body) >= int(value.strip())
+        return True  # no body (HEAD, 204) or unknown length: the head is all there is
 
 
 @dataclass
