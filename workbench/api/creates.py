@@ -128,8 +128,8 @@ def never_sent(exc: OpenSearchConnectionError) -> bool:
 
 
 class Create:
-    """One create of a ``kind`` entity; make it at the start of the route (a bad key is a 400
-    before anything else is done) and build the document with ``id``."""
+    """One create of a ``kind`` entity; make it as soon as the route has its body (a bad key
+    is a 400 before anything is looked up or written) and build the document with ``id``."""
 
     def __init__(self, kind: Kind) -> None:
         self.kind = kind
