@@ -31,6 +31,9 @@ def main(argv: list[str] | None = None) -> int:
     worker = sub.add_parser("worker", help="run a Celery worker that executes jobs")
     worker.add_argument("--concurrency", type=int,
                         help="jobs at once (WORKBENCH_WORKER_CONCURRENCY)")
+    worker.add_argument("--no-supervise", action="store_true",
+                        help="run the job consumer in this process, not under a supervisor "
+                             "that restarts it (for systemd, Kubernetes or another supervisor)")
 
     sub.add_parser("scheduler", help="run the scheduler that starts scheduled experiments")
 
@@ -108,20 +111,46 @@ def _serve(config: Config, args: argparse.Namespace) -> int:
 
 
 def _worker(config: Config, args: argparse.Namespace) -> int:
-    from workbench.jobs.celery_app import configure
-
     if args.concurrency:
         config = config.with_overrides(worker_concurrency=args.concurrency)
+    if not args.no_supervise:
+        return _supervise(config)
+    return _consume(config)
+
+
+def _supervise(config: Config) -> int:
+    """Run the consumer as a child that is started again whenever it dies (``jobs.supervisor``).
+    The child is this same program (``python -m X`` runs X again, so a module that registers
+    extra tasks keeps them) and reads the same environment."""
+    from workbench.jobs import supervisor
+
+    spec = getattr(sys.modules["__main__"], "__spec__", None)
+    module = spec.name if spec is not None else "workbench.cli"
+    command = [sys.executable, "-m", module, "worker", "--no-supervise",
+               "--concurrency", str(config.worker_concurrency)]
+    log.info("supervising the job consumer: %s", " ".join(command[2:]))
+    return supervisor.supervise(command, supervisor.Record(config.redis_url, config.task_queue))
+
+
+def _consume(config: Config) -> int:
+    from workbench.jobs import supervisor
+    from workbench.jobs.celery_app import configure
+
+    supervisor.bind_to_supervisor()
     _try_init_indices(config)
     app = configure(config)
 
-    from celery.signals import worker_ready
+    from celery.signals import worker_process_init, worker_ready
 
     from workbench.jobs import sweeper
     from workbench.judgments.llm_chunking import encoding
     from workbench.store.client import make_client
 
     encoding()  # load the tokenizer (~0.25 s) once, before the pool forks, not in each first job
+
+    @worker_process_init.connect(weak=False)
+    def _die_with_consumer(**_: object) -> None:
+        supervisor.die_with_parent()
 
     @worker_ready.connect(weak=False)
     def _sweep_stuck_jobs(**_: object) -> None:

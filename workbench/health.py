@@ -34,6 +34,8 @@ def _redis(config: Config) -> tuple[bool, str]:
 
 
 def _workers(config: Config) -> tuple[bool, str]:
+    """The workers that answer a ping, and every supervised one whose consumer keeps dying
+    (``jobs.supervisor``): that one makes the line DOWN even while its consumer answers."""
     from workbench.jobs.celery_app import configure
 
     try:
@@ -41,4 +43,33 @@ def _workers(config: Config) -> tuple[bool, str]:
     except Exception as exc:  # noqa: BLE001
         return False, type(exc).__name__
     names = sorted(name for reply in replies for name in reply)
-    return bool(names), ", ".join(names) if names else "no worker answered"
+    healthy = bool(names)
+    details = [", ".join(names) if names else "no worker answered"]
+    for line, dying in _supervised(config):
+        healthy &= not dying
+        details.append(line)
+    return healthy, "; ".join(details)
+
+
+def _supervised(config: Config) -> list[tuple[str, bool]]:
+    """One line per supervised worker whose consumer stopped recently, and whether it keeps
+    dying (``DYING_EXITS`` exits within ``RECENT_SECONDS``)."""
+    import redis
+
+    from workbench.jobs import supervisor
+
+    try:
+        records = supervisor.read_all(redis.Redis.from_url(config.redis_url, socket_timeout=3))
+    except redis.exceptions.RedisError:
+        return []  # the redis line says so
+    lines = []
+    for record in records:
+        exits = supervisor.recent_exits(record)
+        if not exits:
+            continue
+        dying = len(exits) >= supervisor.DYING_EXITS
+        what = "keeps dying" if dying else "was restarted"
+        lines.append((f"the job consumer on {record['host']} (supervisor pid {record['pid']}, "
+                      f"queue {record['queue']}) {what}: {len(exits)} exit(s) in the last "
+                      f"{supervisor.RECENT_SECONDS // 60} min, last {exits[-1]['how']}", dying))
+    return lines
