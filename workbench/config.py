@@ -164,8 +164,9 @@ class Config:
         "limit). Time spent waiting in the queue does not count.")
     lease_seconds: float = setting(
         60.0, "WORKBENCH_LEASE_SECONDS", _positive_float,
-        "TTL of a running job's lease in Redis, renewed every third of it; a job whose lease "
-        "lapses (its worker died) is queued again after about twice this long.")
+        "TTL of a running job's lease in Redis, renewed every third of it. A job whose worker "
+        "died is queued again within seconds of a worker starting on the same host; from "
+        "another host once its lease lapses, within this plus one sweep (half as long).")
     job_max_attempts: int = setting(
         3, "WORKBENCH_JOB_MAX_ATTEMPTS", _positive_int,
         "Times a job whose worker or message was lost is queued again before it ends ERROR.")

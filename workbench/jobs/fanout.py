@@ -9,9 +9,11 @@ further (at most one helper message waits in the queue, and it ends at once if i
 
 A unit is taken under a lease (``WORKBENCH_LEASE_SECONDS``, renewed by its holder): a unit whose
 holder died (its lease lapsed) is taken again by the next taker, so a lost unit is done again,
-not the whole job. Finishing a unit stores its result once (``HSETNX``): a unit done twice (its
-holder was slow, not dead) keeps the first result, and units are idempotent (their writes use
-stable ids), so the merge is the same either way.
+not the whole job. A holder that is a dead process of this host is known dead at once: its
+units are put back in line by the parent (``reclaim_dead``) without waiting for the lease.
+Finishing a unit stores its result once (``HSETNX``): a unit done twice (its holder was slow,
+not dead) keeps the first result, and units are idempotent (their writes use stable ids), so
+the merge is the same either way.
 
 The run's keys are named after a digest of the kind, the entity and the units: a parent that
 runs again (its worker died and the sweeper queued it again) with the same work finds the units
@@ -46,7 +48,7 @@ import redis
 
 from workbench.jobs.base import JobFailed, failure_reason, is_transient
 from workbench.jobs.control import JobControl
-from workbench.jobs.leases import holder_value
+from workbench.jobs.leases import holder_is_dead, holder_value
 from workbench.services import Services
 from workbench.store.identity import carry, current
 
@@ -58,6 +60,8 @@ TALLY = "tally"
 KEY_TTL = 24 * 3600
 #: how often the parent, with nothing to take, looks again (for the last results, lost units)
 POLL = 0.02
+#: how often the parent's waiting thread looks for units held by dead processes of this host
+RECLAIM_EVERY = 1.0
 
 # Store the result of the unit just done, if any (once, and drop its lease); then take the next
 # unit (or one whose holder's lease lapsed): false when stopped or nothing is left, -1 when the
@@ -273,6 +277,9 @@ class Crew:
         self.stopping.set()
         self.redis.set(self.keys.stop, "1", ex=KEY_TTL)
 
+    def reclaim_dead(self) -> int:
+        return reclaim_dead(self.redis, self.keys)
+
     def complete(self) -> bool:
         return int(self.redis.hlen(self.keys.done)) >= self.total
 
@@ -293,6 +300,7 @@ class Crew:
         ``waiter`` thread stays, looking every ``POLL`` for units whose holder died, until
         every unit is done."""
         finished: tuple[str, Any] | None = None
+        reclaimed_at = time.monotonic()
         while True:
             found = self.take(finished, more=not self.stopping.is_set())
             finished = None
@@ -301,6 +309,10 @@ class Crew:
                     return
                 if self.redis.exists(self.keys.stop) or self.complete():
                     return
+                if time.monotonic() - reclaimed_at >= RECLAIM_EVERY:
+                    reclaimed_at = time.monotonic()
+                    if self.reclaim_dead():
+                        continue
                 time.sleep(POLL)
                 continue
             if on_first is not None and not self.taken_any.is_set():
@@ -347,6 +359,21 @@ class Crew:
             raise self.errors[0]
 
 
+def reclaim_dead(r: redis.Redis, keys: Keys) -> int:
+    """Put back in line the units held by dead processes of this host (a killed worker's), as
+    if they had been given back; returns how many. Holders elsewhere are left to their lease."""
+    count = 0
+    for number, value in r.hgetall(keys.taken).items():
+        holder = _text(value).rsplit(" ", 1)[0]
+        if holder_is_dead(holder):
+            r.eval(_GIVE_BACK, 2, keys.taken, keys.todo, _text(number), holder, KEY_TTL)
+            count += 1
+    if count:
+        log.info("run %s: %d unit(s) of dead processes of this host put back in line",
+                 keys.run, count)
+    return count
+
+
 def results(r: redis.Redis, keys: Keys, total: int) -> list[Any]:
     """Every unit's result in unit order; None for a unit not done (the run was stopped)."""
     stored = {_text(k): v for k, v in r.hgetall(keys.done).items()}
@@ -370,6 +397,7 @@ def publish(r: redis.Redis, keys: Keys, head: Any, payloads: Sequence[Any]) -> i
         pipe.execute()
         return 0
     # Run again: every unit neither done, held nor waiting is put back in line.
+    reclaim_dead(r, keys)
     done = {_text(k) for k in r.hkeys(keys.done)}
     held = {_text(k) for k in r.hkeys(keys.taken)}
     waiting = {_text(k) for k in r.lrange(keys.todo, 0, -1)}

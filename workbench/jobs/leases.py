@@ -82,7 +82,17 @@ def holder_is_dead(value: bytes | str | None) -> bool:
         return True
     except PermissionError:
         return False
-    return False
+    return _zombie(pid)
+
+
+def _zombie(pid: int) -> bool:
+    """A killed process whose parent died too waits as a zombie until something reaps it (not
+    every container's first process does): it holds nothing any more."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            return stat.read().rsplit(b")", 1)[1].split()[0] == b"Z"
+    except (OSError, IndexError):
+        return False
 
 
 def release_if(r: redis.Redis, key: str, value: bytes | str) -> bool:

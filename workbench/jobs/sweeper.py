@@ -1,15 +1,20 @@
 """No job stays PROCESSING forever, and no job is failed for waiting: leases, not ages.
 
 Every PROCESSING/RETRYING entity has a queued marker or a live lease in Redis (``jobs.leases``).
-The sweeper looks at those older than a grace period (twice the lease TTL: the API writes the
-entity a moment before it queues the job) and re-queues each that has neither — its worker died
-and its lease lapsed, or its message was lost with a Redis that kept nothing on disk. After
-``WORKBENCH_JOB_MAX_ATTEMPTS`` re-runs the entity ends ERROR with what happened.
+The sweeper re-queues an entity that has neither — its worker died and its lease lapsed, or its
+message was lost with a Redis that kept nothing on disk — once it is older than ``grace``
+(the API writes the entity a moment before it queues the job; a second message sent in that
+moment would only find the first one's lease). An entity whose lease is held by a dead process
+of this host is re-queued at once, whatever its age: its worker was killed, and no lease TTL
+needs to pass to know it. After ``WORKBENCH_JOB_MAX_ATTEMPTS`` re-runs the entity ends ERROR
+with what happened.
 
-Runs in every ``workbench worker`` main process, on a timer. Two sweepers may re-queue the same
-entity at once: the second message finds the first one's lease (or a final status) and does
-nothing. The ERROR update is conditional on the status, so a job that finishes meanwhile keeps
-its result.
+Runs in every ``workbench worker`` consumer, at its start and then on a timer, so a job whose
+whole worker was killed is queued again within seconds of a worker starting on the same host,
+and from any other host within one lease TTL and one period. Two sweepers may re-queue the
+same entity at once: the second message finds the first one's lease (or a final status) and
+does nothing. The ERROR update is conditional on the status, so a job that finishes meanwhile
+keeps its result.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ import redis
 from opensearchpy import OpenSearch
 
 from workbench.jobs import leases
+from workbench.jobs.base import failure_reason, is_transient
 from workbench.store.indices import (
     EVALUATE_BATCH_INDEX,
     EXPERIMENT_INDEX,
@@ -63,6 +69,17 @@ WATCHED: dict[str, tuple[str, dict[str, str], str]] = {
 }
 
 PAGE = 500
+#: the longest an entity without queued marker or lease is left alone after it was written
+MAX_GRACE_SECONDS = 30.0
+
+
+def grace_seconds(lease_seconds: float) -> float:
+    """How old an entity with neither queued marker nor lease must be before it is re-queued."""
+    return min(2 * lease_seconds, MAX_GRACE_SECONDS)
+
+
+def period_seconds(lease_seconds: float) -> float:
+    return max(0.5, min(60.0, lease_seconds / 2))
 
 
 def _iso(moment: datetime) -> str:
@@ -72,24 +89,23 @@ def _iso(moment: datetime) -> str:
 def sweep(client: OpenSearch, r: redis.Redis, lease_seconds: float, max_attempts: int,
           enqueue: Callable[[str, str], None]) -> dict[str, int]:
     """One pass; returns how many entities were re-queued and how many were marked ERROR."""
-    cutoff = _iso(datetime.now(UTC) - timedelta(seconds=2 * lease_seconds))
+    cutoff = _iso(datetime.now(UTC) - timedelta(seconds=grace_seconds(lease_seconds)))
     counts = {"requeued": 0, "failed": 0}
     for index, (status_field, tasks, script) in WATCHED.items():
         if not client.indices.exists(index=index):
             continue
         answer = client.search(index=index, body={
-            "size": PAGE, "_source": ["status"], "sort": [{"timestamp": "asc"}],
-            "query": {"bool": {"filter": [
-                {"terms": {status_field: list(tasks)}},
-                {"range": {"timestamp": {"lt": cutoff}}},
-            ]}}}, params={"ignore_unavailable": "true"})
+            "size": PAGE, "_source": ["status", "timestamp"], "sort": [{"timestamp": "asc"}],
+            "query": {"bool": {"filter": [{"terms": {status_field: list(tasks)}}]}}},
+            params={"ignore_unavailable": "true"})
         for hit in answer["hits"]["hits"]:
             status = hit["_source"].get("status")
             task = tasks.get(status)
             if task is None:
                 continue
+            young = str(hit["_source"].get("timestamp") or "") >= cutoff
             _check(client, r, index, script, status_field, status, task, hit["_id"],
-                   max_attempts, enqueue, counts)
+                   max_attempts, enqueue, counts, young)
     if counts["requeued"] or counts["failed"]:
         log.warning("lost jobs: %(requeued)d queued again, %(failed)d marked ERROR", counts)
     return counts
@@ -97,7 +113,8 @@ def sweep(client: OpenSearch, r: redis.Redis, lease_seconds: float, max_attempts
 
 def _check(client: OpenSearch, r: redis.Redis, index: str, script: str, status_field: str,
            status: str, task: str, entity_id: str, max_attempts: int,
-           enqueue: Callable[[str, str], None], counts: dict[str, int]) -> None:
+           enqueue: Callable[[str, str], None], counts: dict[str, int], young: bool) -> None:
+    """``young``: written within the grace period, so only a dead holder's lease counts."""
     queued, lease = leases.state(r, task, entity_id)
     if queued is not None:
         return
@@ -106,6 +123,8 @@ def _check(client: OpenSearch, r: redis.Redis, index: str, script: str, status_f
             return
         leases.release_if(r, leases.lease_key(task, entity_id), lease)  # its process is gone
         lost = "worker"
+    elif young:
+        return
     else:
         lost = "worker or queued message"
     key = leases.attempts_key(task, entity_id)
@@ -132,16 +151,22 @@ def _check(client: OpenSearch, r: redis.Redis, index: str, script: str, status_f
 
 def start(client_factory: Any, redis_factory: Any, lease_seconds: float, max_attempts: int,
           enqueue: Callable[[str, str], None]) -> threading.Thread:
-    """Sweep every ``min(60, lease / 2)`` seconds in a daemon thread."""
-    period = max(0.5, min(60.0, lease_seconds / 2))
+    """Sweep now and then every ``period_seconds(lease)`` in a daemon thread."""
+    period = period_seconds(lease_seconds)
     stop = threading.Event()
 
     def loop() -> None:
-        while not stop.wait(period):
+        while True:
             try:
                 sweep(client_factory(), redis_factory(), lease_seconds, max_attempts, enqueue)
-            except Exception:
-                log.exception("sweeping lost jobs failed")
+            except Exception as exc:
+                if is_transient(exc):  # the cluster or Redis is away: the next pass tries again
+                    log.warning("sweeping lost jobs: %s (%s)", type(exc).__name__,
+                                failure_reason(exc))
+                else:
+                    log.exception("sweeping lost jobs failed")
+            if stop.wait(period):
+                return
 
     thread = threading.Thread(target=loop, name="job-sweeper", daemon=True)
     thread.start()
