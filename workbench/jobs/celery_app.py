@@ -42,8 +42,19 @@ def configure(config: Config) -> Celery:
         task_serializer="json",
         accept_content=["json"],
         broker_connection_retry_on_startup=True,
-        # An unacknowledged job is redelivered after this long (worker killed mid-job).
-        broker_transport_options={"visibility_timeout": config.job_timeout + 60},
+        # A worker waits for its broker however long it is away, instead of exiting after
+        # Celery's default of 100 attempts (docs/reliability.md).
+        broker_connection_max_retries=None,
+        broker_transport_options={
+            # An unacknowledged job is redelivered after this long (worker killed mid-job).
+            "visibility_timeout": config.job_timeout + 60,
+            # A Redis that stops answering (frozen, or cut off the network without a reset)
+            # fails a send after 10 s instead of hanging it; kombu also drops and renews a
+            # consumer connection whose reply is overdue (its health check).
+            "socket_timeout": 10,
+            "socket_connect_timeout": 5,
+            "socket_keepalive": True,
+        },
         worker_hijack_root_logger=False,
         include=["workbench.jobs.tasks"],
     )
