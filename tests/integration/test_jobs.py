@@ -85,6 +85,6 @@ def test_a_job_whose_worker_process_dies_is_delivered_again(
         time.sleep(0.1)
     assert r.get(attempts_key) == b"1"
     # Kill the pool processes (one of them runs the job), as the OOM killer would.
-    for child in psutil.Process(job_worker.pid).children(recursive=True):
-        child.send_signal(signal.SIGKILL)
+    for pid in job_worker.pool_pids():
+        psutil.Process(pid).send_signal(signal.SIGKILL)
     assert wait_status(direct, entity_id, timeout=90) == {"status": "COMPLETED", "attempts": 2}

@@ -502,8 +502,8 @@ def test_a_killed_worker_process_redelivers_the_job(api: Api, worker: Worker,
         while llm.calls == 0 and time.monotonic() < deadline:
             time.sleep(0.05)
         assert llm.calls >= 1
-        for child in psutil.Process(worker.pid).children(recursive=True):
-            child.send_signal(signal.SIGKILL)  # the job dies mid-call
+        for pid in worker.pool_pids():
+            psutil.Process(pid).send_signal(signal.SIGKILL)  # the job dies mid-call
     finally:
         llm.latency = 0.0
     deadline = time.monotonic() + 120

@@ -5,7 +5,6 @@ works again once Redis is back. The Redis is the test's own; OpenSearch is the s
 
 from __future__ import annotations
 
-import os
 import time
 import uuid
 from typing import Any
@@ -14,27 +13,8 @@ import redis
 from opensearchpy import OpenSearch
 
 from tests.support.api import Api, Reply
-from tests.support.processes import Proc, Server, free_port
+from tests.support.processes import RedisServer, Server, free_port
 from workbench.store.indices import EXPERIMENT_INDEX, JOBS_INDEX, JUDGMENT_INDEX
-
-
-class RedisServer(Proc):
-    """A throwaway ``redis-server`` on ``port``, without persistence."""
-
-    def __init__(self, port: int) -> None:
-        super().__init__(["redis-server", "--port", str(port), "--bind", "127.0.0.1",
-                          "--save", "", "--appendonly", "no"],
-                         {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}, "redis")
-        client = redis.Redis(port=port, socket_connect_timeout=1)
-        deadline = time.monotonic() + 20
-        while True:
-            try:
-                client.ping()
-                return
-            except redis.ConnectionError:
-                if time.monotonic() > deadline or not self.alive():
-                    raise RuntimeError(f"redis-server did not start:\n{self.log()}") from None
-                time.sleep(0.1)
 
 
 def judgment_doc(name: str) -> dict[str, Any]:

@@ -17,10 +17,10 @@ from typing import Any
 
 import pytest
 from opensearchpy import OpenSearch
-from opensearchpy.helpers import bulk
+from opensearchpy.helpers import bulk, scan
 
 from tests.support.api import Api
-from tests.support.processes import Server, Worker, helper_units
+from tests.support.processes import Server, Worker, helper_units, logs_since
 from workbench.experiments.context import stable_id
 
 QUERIES = 16
@@ -111,9 +111,8 @@ def run(api: Api, body: dict[str, Any]) -> dict[str, Any]:
 
 def by_experiment(direct: OpenSearch, index: str, experiment_id: str) -> dict[str, Any]:
     direct.indices.refresh(index=index)
-    hits = direct.search(index=index, body={"query": {"term": {"experimentId": experiment_id}},
-                                            "size": 10_000})
-    return {h["_id"]: h["_source"] for h in hits["hits"]["hits"]}
+    hits = scan(direct, index=index, query={"query": {"term": {"experimentId": experiment_id}}})
+    return {h["_id"]: h["_source"] for h in hits}
 
 
 def written(direct: OpenSearch, experiment: dict[str, Any]) -> dict[str, Any]:
@@ -181,8 +180,7 @@ def test_split_hybrid_equals_the_unsplit_run_and_both_workers_share_it(
     assert first["evaluationId"] == stable_id(done["id"], "", shop["hybrid"], "0", "0",
                                               "evaluation")
     # One worker ran the experiment (and units), the other a helper that did units too.
-    time.sleep(1)  # the helper's log line follows the parent's end by a little
-    new = [w.log()[len(before):] for w, before in zip(crew["workers"], logs, strict=True)]
+    new = logs_since(crew["workers"], logs, PARENT_DONE)
     parents = [bool(PARENT_DONE.search(text)) for text in new]
     assert parents.count(True) == 1, new
     assert helper_units(new[parents.index(False)]) >= 1, new

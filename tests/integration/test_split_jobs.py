@@ -24,7 +24,7 @@ from opensearchpy import OpenSearch
 from tests.conftest import JUDGE_MODEL
 from tests.support.api import Api
 from tests.support.llm_server import LLMServer
-from tests.support.processes import Server, Worker, helper_units
+from tests.support.processes import Server, Worker, helper_units, logs_since
 
 QUERIES = 12
 DOCS = 3
@@ -107,7 +107,7 @@ def test_a_split_judgment_equals_the_unsplit_one_and_both_workers_share_it(
     for field in ("totalQueries", "successfulQueries", "failedQueries"):
         assert done["metadata"][field] == reference["metadata"][field]
     # One worker ran the job (and units), the other a helper that did at least one unit.
-    new = [w.log()[len(before):] for w, before in zip(crew["workers"], logs, strict=True)]
+    new = logs_since(crew["workers"], logs, PARENT_DONE)
     parents = [bool(PARENT_DONE.search(text)) for text in new]
     helped = [helper_units(text) for text in new]
     assert parents.count(True) == 1, new

@@ -71,6 +71,44 @@ def base_env(opensearch_url: str, redis_url: str, **extra: str) -> dict[str, str
     return env
 
 
+class RedisServer(Proc):
+    """A ``redis-server`` of the test's own on ``port``. With ``data_dir`` it keeps an
+    append-only file there (fsync every second, as ``scripts/redis.sh`` runs it), so a restart
+    on the same directory finds the keys, queues and leases again; without, it keeps nothing."""
+
+    def __init__(self, port: int, data_dir: str | None = None) -> None:
+        self.port = port
+        self.data_dir = data_dir
+        persistence = (["--appendonly", "yes", "--dir", data_dir] if data_dir
+                       else ["--appendonly", "no"])
+        super().__init__(["redis-server", "--port", str(port), "--bind", "127.0.0.1",
+                          "--save", "", *persistence],
+                         {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}, "redis")
+        self.url = f"redis://127.0.0.1:{port}/0"
+        self._wait()
+
+    def _wait(self, timeout: float = 20) -> None:
+        import redis
+
+        client = redis.Redis(port=self.port, socket_connect_timeout=1)
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                client.ping()
+                return
+            except (redis.ConnectionError, redis.exceptions.BusyLoadingError):
+                if time.monotonic() > deadline or not self.alive():
+                    raise RuntimeError(f"redis-server did not start:\n{self.log()}") from None
+                time.sleep(0.1)
+
+    def restart(self, sig: int, down: float) -> RedisServer:
+        """Stop it with ``sig`` (SIGTERM: it saves and exits; SIGKILL: it dies at once), wait
+        ``down`` seconds and start a new one on the same port and directory."""
+        self.stop(sig)
+        time.sleep(down)
+        return RedisServer(self.port, self.data_dir)
+
+
 FRONTS = ["none", "nginx"]  # what listens on the workbench's port: gunicorn alone, or nginx
 
 
@@ -140,6 +178,15 @@ class Worker(Proc):
         raise RuntimeError(f"worker did not answer a ping in {timeout}s:\n{self.log()[-4000:]}")
 
 
+    def pool_pids(self) -> list[int]:
+        """Pids of the consumer's pool processes (the ones that run jobs): the grandchildren of
+        ``workbench worker``, which supervises the consumer (``jobs.supervisor``)."""
+        import psutil
+
+        return [pool.pid for consumer in psutil.Process(self.pid).children()
+                for pool in consumer.children()]
+
+
 _HELPER_DONE = re.compile(r"Task workbench\.jobs\.help\[[^\]]+\] succeeded in [\d.]+s: (\d+)")
 
 
@@ -147,3 +194,16 @@ def helper_units(log: str) -> int:
     """Units of split jobs done by the helper tasks of a worker's log (each helper's Celery
     success line ends with the count it returned)."""
     return sum(int(n) for n in _HELPER_DONE.findall(log))
+
+
+def logs_since(workers: list[Worker], before: list[str], until: re.Pattern[str],
+               timeout: float = 15) -> list[str]:
+    """What each worker logged since ``before``, once ``until`` (a job's success line, which
+    Celery writes a moment after the job wrote its final status) is in one of them."""
+    deadline = time.monotonic() + timeout
+    while True:
+        new = [w.log()[len(old):] for w, old in zip(workers, before, strict=True)]
+        if any(until.search(text) for text in new) or time.monotonic() > deadline:
+            time.sleep(0.5)  # a helper's last line follows its parent's by a little
+            return [w.log()[len(old):] for w, old in zip(workers, before, strict=True)]
+        time.sleep(0.1)

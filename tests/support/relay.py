@@ -16,8 +16,11 @@ class _Link:
     def __init__(self, client: socket.socket) -> None:
         self.client = client
         self.held = False
+        self.cut = False  # both directions held (``TcpRelay.cut``)
+        self.pending_up: list[bytes] = []
         self.stop_after = False  # stop the relay once this request's answer is relayed
         self.pending: list[bytes] = []
+        self.upstream: socket.socket | None = None
         self.lock = threading.Lock()
 
 
@@ -32,6 +35,10 @@ class TcpRelay:
       work and then froze.
     * ``stop_after``: once that request's answer has reached the client, the relay stops, so
       the next request needs a new connection and is refused.
+
+    And one for any protocol: ``cut`` holds every byte in both directions, on every connection,
+    and new connections wait unconnected, until ``mend`` delivers what was held — a network
+    cut that TCP rides out (nothing is reset; what was sent arrives once the link is back).
     """
 
     def __init__(self, port: int, target: tuple[str, int]) -> None:
@@ -41,6 +48,8 @@ class TcpRelay:
         self._links: list[_Link] = []
         self._hold_trigger: bytes | None = None
         self._stop_trigger: bytes | None = None
+        self.mended = threading.Event()  # clear while the relay is cut
+        self.mended.set()
         self.held = threading.Event()  # set when a request set off ``hold``
         self.stopped = threading.Event()  # set when ``stop_after`` stopped the relay
 
@@ -82,6 +91,29 @@ class TcpRelay:
                         link.client.sendall(data)
                 link.pending.clear()
 
+    def cut(self) -> None:
+        """Hold every byte both ways, and new connections, until ``mend``."""
+        self.mended.clear()
+        for link in list(self._links):
+            with link.lock:
+                link.cut = True
+
+    def mend(self) -> None:
+        """Deliver what the cut held, both ways, and forward as before."""
+        for link in list(self._links):
+            with link.lock:
+                link.cut = False
+                with suppress(OSError):
+                    if link.upstream is not None:
+                        for data in link.pending_up:
+                            link.upstream.sendall(data)
+                    if not link.held:
+                        for data in link.pending:
+                            link.client.sendall(data)
+                        link.pending.clear()
+                link.pending_up.clear()
+        self.mended.set()
+
     def stop_after(self, trigger: bytes) -> None:
         """Stop the relay once the answer to the next request containing ``trigger`` is
         relayed."""
@@ -93,8 +125,10 @@ class TcpRelay:
                 client, _ = srv.accept()
             except OSError:
                 return
+            self.mended.wait()
             upstream = socket.create_connection(self.target)
             link = _Link(client)
+            link.upstream = upstream
             self._conns += [client, upstream]
             self._links.append(link)
             threading.Thread(target=self._requests, args=(link, upstream), daemon=True).start()
@@ -114,6 +148,10 @@ class TcpRelay:
                 if stop is not None and stop in data:
                     self._stop_trigger = None
                     link.stop_after = True
+                with link.lock:
+                    if link.cut:
+                        link.pending_up.append(data)
+                        continue
                 upstream.sendall(data)
         with suppress(OSError):
             upstream.shutdown(socket.SHUT_WR)
@@ -124,7 +162,7 @@ class TcpRelay:
         with suppress(OSError):
             while data := upstream.recv(65536):
                 with link.lock:
-                    if link.held:
+                    if link.held or link.cut:
                         link.pending.append(data)
                         continue
                     link.client.sendall(data)
