@@ -7,7 +7,9 @@ renders the README's configuration table, and the docker-compose test checks aga
 from __future__ import annotations
 
 import base64
+import json
 import os
+import re
 from dataclasses import Field, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
@@ -85,6 +87,23 @@ def _fernet_keys(raw: str) -> str | None:
                              "bytes; generate one with `python -c \"from cryptography.fernet "
                              "import Fernet; print(Fernet.generate_key().decode())\"`)")
     return ",".join(keys) or None
+
+
+def _regex_list(raw: str) -> tuple[str, ...]:
+    """A JSON array of regular expressions, each of which must compile."""
+    try:
+        data = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"expected a JSON array of regular expressions ({exc.msg})") from None
+    if not isinstance(data, list) or not all(isinstance(p, str) for p in data):
+        raise ValueError("expected a JSON array of regular expressions (strings)")
+    for position, pattern in enumerate(data):
+        try:
+            re.compile(pattern)
+        except re.error as exc:
+            raise ValueError(f"pattern {position + 1} is not a regular expression: {exc}") \
+                from None
+    return tuple(data)
 
 
 def setting(default: Any, env: str, parse: Any, help: str, secret: bool = False) -> Any:
@@ -191,6 +210,17 @@ class Config:
         "Fernet key(s) that encrypt the API keys of models registered through the models "
         "route; comma-separated for rotation (the first encrypts, any decrypts). The same value "
         "on every API process and worker. Never logged or returned.", secret=True)
+    model_endpoints: tuple[str, ...] | None = setting(
+        None, "WORKBENCH_MODEL_ENDPOINTS", _regex_list,
+        "Endpoints a model registered through the models route may use: a JSON array of "
+        "regular expressions, one of which must match the whole endpoint URL. Unset: the "
+        "hosted OpenAI-compatible APIs listed in docs/model-endpoints.md. Models registered "
+        "in the environment are not limited.")
+    model_private_endpoints: bool = setting(
+        False, "WORKBENCH_MODEL_PRIVATE_ENDPOINTS", _bool,
+        "Let models registered through the models route use loopback, private, link-local and "
+        "other non-public addresses (a local llama.cpp server, say); off, such an endpoint is "
+        "refused when registered and when called (docs/model-endpoints.md).")
     llm_concurrency: int = setting(
         8, "WORKBENCH_LLM_CONCURRENCY", _positive_int,
         "LLM calls one judgment job makes at once in one worker process (a split job makes "

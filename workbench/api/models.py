@@ -5,6 +5,11 @@ Models live in the models index, so every API process and every running worker s
 once. An API key given here is stored only encrypted (WORKBENCH_SECRET_KEY) and never answered:
 ``apiKeySet`` says whether the model has one. Models registered in the environment are listed
 too (``source: environment``) but cannot be changed here (409).
+
+A model's endpoint is where prompts will be sent from inside the workbench's network, so it must
+be one the operator trusts (``llm.endpoints``; docs/model-endpoints.md). On a secured cluster,
+registering, changing and deleting a model first needs write access to the models index: a
+caller without it gets the cluster's own 403 before the body is even read.
 """
 
 from __future__ import annotations
@@ -16,8 +21,10 @@ from flask import Blueprint, Response
 from workbench.api import caller, json_body, json_response, services
 from workbench.api.srw import repository
 from workbench.errors import BadRequest, Conflict, NotFound
+from workbench.llm.endpoints import EndpointPolicy
 from workbench.llm.secrets import SecretKeyMissing
 from workbench.llm.spec import ModelSpec, SpecError, check_api_key, normalise, parse_spec
+from workbench.store.identity import check_can_write
 from workbench.store.indices import MODELS_INDEX
 from workbench.store.models import SECRET_FIELD, ModelStore, public
 from workbench.store.repository import new_id, now_iso
@@ -43,7 +50,8 @@ def _env_public(spec: ModelSpec) -> dict[str, Any]:
 
 def _validate(data: dict[str, Any]) -> ModelSpec:
     try:
-        spec = parse_spec(data)
+        policy = EndpointPolicy.from_config(services().config)
+        spec = parse_spec(data, check_endpoint=policy.check_registered)
         if data.get("apiKey") is not None:
             check_api_key(data["apiKey"])
             if data.get("apiKeyEnv") is not None:
@@ -52,6 +60,12 @@ def _validate(data: dict[str, Any]) -> ModelSpec:
     except SpecError as exc:
         raise BadRequest(f"Invalid model: {exc}") from None
     return spec
+
+
+def _may_write() -> None:
+    """On a secured cluster: the caller's own 403 unless it may write the models index."""
+    if caller.secured():
+        check_can_write(services().client, MODELS_INDEX)
 
 
 def _encrypt(api_key: str) -> str:
@@ -78,6 +92,7 @@ def _normalised(body: dict[str, Any]) -> dict[str, Any]:
 
 @bp.route("", methods=["PUT", "POST"])
 def create_model() -> Response:
+    _may_write()
     body = json_body()
     assert body is not None
     data = {k: v for k, v in _normalised(body).items() if v is not None}
@@ -114,6 +129,7 @@ def get_model(entity_id: str) -> Response:
 def update_model(entity_id: str) -> Response:
     """Fields given replace the stored ones (``null`` removes an optional one); fields left
     out are kept, the key included. A new ``provider`` replaces the whole model."""
+    _may_write()
     if _env_spec(entity_id) is not None:
         raise Conflict(ENV_MODEL.format(id=entity_id))
     body = json_body()
@@ -146,6 +162,7 @@ def update_model(entity_id: str) -> Response:
 
 @bp.delete("/<entity_id>")
 def delete_model(entity_id: str) -> Response:
+    _may_write()
     if _env_spec(entity_id) is not None:
         raise Conflict(ENV_MODEL.format(id=entity_id))
     status, answer = repository(MODELS_INDEX).delete(entity_id)

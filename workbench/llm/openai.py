@@ -11,6 +11,7 @@ import urllib3
 from workbench.config import Config, redact_url
 from workbench.llm.base import (
     DEFAULT_RETRY,
+    OPENAI_ERROR,
     ChatRequest,
     ChatResult,
     LLMError,
@@ -23,6 +24,7 @@ from workbench.llm.base import (
     post_json,
     result_with_usage,
 )
+from workbench.llm.endpoints import EndpointPolicy, guarded_pool
 from workbench.llm.pricing import Pricing
 from workbench.llm.rate_limit import RateLimiter, guarded
 
@@ -55,6 +57,7 @@ class OpenAIChatModel:
         key_header: str = "bearer",
         send_model: bool = True,
         body_options: Mapping[str, Any] | None = None,
+        policy: EndpointPolicy | None = None,
     ) -> None:
         self.model_id = model_id
         self.model = model
@@ -68,8 +71,11 @@ class OpenAIChatModel:
         self.timeout = config.llm_timeout
         self.max_retries = config.llm_max_retries
         self.retry = retry
-        # One pool for every thread of the job; urllib3's PoolManager is thread-safe.
-        self._pool = urllib3.PoolManager(maxsize=max(4, config.llm_concurrency), block=False)
+        # One pool for every thread of the job; urllib3's PoolManager is thread-safe. A model
+        # registered through the API connects only where its policy allows.
+        size: dict[str, Any] = {"maxsize": max(4, config.llm_concurrency), "block": False}
+        self._pool = (urllib3.PoolManager(**size) if policy is None
+                      else guarded_pool(policy, **size))
 
     def __repr__(self) -> str:  # never the key
         return f"OpenAIChatModel({self.model_id!r}, {self.where!r})"
@@ -107,7 +113,8 @@ class OpenAIChatModel:
             status, resp_headers, body = post_json(
                 self.model_id, self._pool, self.url, payload, headers, self.timeout, self.where
             )
-            check_status(self.model_id, status, resp_headers, body, self.where, secrets=[key])
+            check_status(self.model_id, status, resp_headers, body, self.where, secrets=[key],
+                         shape=OPENAI_ERROR)
             return parse_json_body(self.model_id, body, self.where)
 
         reserved = estimate_tokens(request.system + request.user)
@@ -127,10 +134,10 @@ class OpenAIChatModel:
         try:
             message = data["choices"][0]["message"]
         except (KeyError, IndexError, TypeError):
-            keys = sorted(data) if isinstance(data, dict) else type(data).__name__
+            # What it has instead is not shown: the endpoint may be anything that answers JSON.
             raise LLMError(
                 self.model_id,
-                f"answer from {self.where} has no choices[0].message (fields: {keys})",
+                f"answer from {self.where} has no choices[0].message (not a chat completion)",
             ) from None
         content = message.get("content") if isinstance(message, dict) else None
         if isinstance(content, str):

@@ -17,6 +17,7 @@ from typing import Any, Protocol
 from workbench.config import Config, ConfigError
 from workbench.llm.base import ChatModel
 from workbench.llm.bedrock import BedrockChatModel
+from workbench.llm.endpoints import EndpointPolicy
 from workbench.llm.mlcommons import MLCommonsModel
 from workbench.llm.openai import OpenAIChatModel
 from workbench.llm.pricing import Pricing
@@ -143,8 +144,11 @@ def ml_models_search_response(registry: Registry, with_runtime: bool = False) ->
     }
 
 
-def build_model(spec: ModelSpec, config: Config, api_key: str | None = None) -> ChatModel:
-    """The client for one model; ``api_key`` is a stored key, already decrypted."""
+def build_model(spec: ModelSpec, config: Config, api_key: str | None = None,
+                policy: EndpointPolicy | None = None) -> ChatModel:
+    """The client for one model; ``api_key`` is a stored key, already decrypted. ``policy``
+    guards the endpoint of a model registered through the API (``llm.endpoints``); the
+    environment's models have none."""
     model: BedrockChatModel | OpenAIChatModel
     if spec.provider == "bedrock":
         inference = {"temperature": 0}
@@ -162,7 +166,8 @@ def build_model(spec: ModelSpec, config: Config, api_key: str | None = None) -> 
         model = OpenAIChatModel(spec.id, spec.endpoint, spec.wire_model, spec.api_key_env,
                                 config, url=spec.chat_url(), api_key=api_key,
                                 key_header="api-key" if azure else "bearer",
-                                send_model=not azure, body_options=spec.body_options())
+                                send_model=not azure, body_options=spec.body_options(),
+                                policy=policy)
     model.pricing = Pricing.of(spec.pricing)
     limits = Limits(spec.rate_limit.get("requestsPerMinute"),
                     spec.rate_limit.get("tokensPerMinute"))

@@ -16,6 +16,7 @@ from typing import Any
 
 from workbench.config import Config
 from workbench.llm.base import ChatModel, ModelUnusable
+from workbench.llm.endpoints import EndpointPolicy, EndpointRefused
 from workbench.llm.registry import build_model
 from workbench.llm.secrets import SecretBox, SecretKeyMissing, UndecryptableKey
 from workbench.llm.spec import ModelSpec, SpecError, parse_spec
@@ -89,4 +90,10 @@ class StoredModels:
                 api_key = self._box.decrypt(str(token))
             except (SecretKeyMissing, UndecryptableKey) as exc:
                 raise ModelUnusable(model_id, str(exc)) from None
-        return build_model(spec, self._config, api_key)
+        policy = EndpointPolicy.from_config(self._config)
+        if spec.endpoint is not None:
+            try:  # the operator's rules may have changed since it was registered
+                policy.check_url(spec.endpoint)
+            except EndpointRefused as exc:
+                raise ModelUnusable(model_id, f'field "endpoint" {exc}') from None
+        return build_model(spec, self._config, api_key, policy)

@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote, urlsplit
 
 from workbench.config import redact_url
+from workbench.llm.endpoints import EndpointRefused
 
 PROVIDERS = ("openai", "azure_openai", "bedrock")
 AZURE_API_VERSION = "2024-10-21"  # the newest generally available data-plane version
@@ -150,9 +152,12 @@ def normalise(item: dict[str, Any]) -> tuple[dict[str, Any], dict[str, str]]:
 
 
 def parse_spec(item: dict[str, Any], *, snake: bool = False,
-               allow_url_credentials: bool = False) -> ModelSpec:
+               allow_url_credentials: bool = False,
+               check_endpoint: Callable[[str], None] | None = None) -> ModelSpec:
     """Validate one model (canonical or snake_case names). ``snake``: name missing fields as the
-    environment list spells them. Never echoes a value that may be a secret."""
+    environment list spells them. ``check_endpoint`` raises ``EndpointRefused`` for an endpoint
+    the operator does not trust (models registered through the API). Never echoes a value that
+    may be a secret."""
     data, spelled = normalise(item)
 
     def name_of(key: str) -> str:
@@ -192,6 +197,11 @@ def parse_spec(item: dict[str, Any], *, snake: bool = False,
     if provider in ("openai", "azure_openai"):
         endpoint = _endpoint(fail, text("endpoint", required=True), provider,
                              allow_url_credentials)
+        if check_endpoint is not None:
+            try:
+                check_endpoint(endpoint)
+            except EndpointRefused as exc:
+                raise fail("endpoint", str(exc)) from None
         api_key_env = text("apiKeyEnv", limit=256)
         if api_key_env is not None and not _ENV_NAME.match(api_key_env):
             # The value is not echoed: it is most likely a key pasted in the wrong place.
