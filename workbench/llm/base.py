@@ -19,6 +19,7 @@ from typing import Any, Protocol, TypeVar
 
 import urllib3
 
+from workbench.llm.endpoints import EndpointRefused
 from workbench.logs import redact
 
 log = logging.getLogger(__name__)
@@ -216,25 +217,36 @@ def scrub(text: str, secrets: Iterable[str | None] = ()) -> str:
     return redact(text)
 
 
-def error_detail(body: bytes, limit: int = 300) -> str:
-    """The most readable part of an error body: OpenAI's/OpenSearch's message, else its text."""
-    text = body.decode("utf-8", "replace")
+#: where each provider's error answer carries its message: ``{"error": {"message": ...}}``
+#: (OpenAI and the servers that copy it; some answer ``{"error": "..."}``), and OpenSearch's
+#: ``{"error": {"reason": ...}}`` (ML Commons)
+OPENAI_ERROR = ("error.message", "error")
+OPENSEARCH_ERROR = ("error.reason", "error")
+#: how much of a provider's error message reaches a client or ``lastFailureReason``
+DETAIL_CHARS = 300
+
+
+def error_detail(body: bytes, shape: tuple[str, ...], limit: int = DETAIL_CHARS) -> str | None:
+    """The provider's own error message, when the answer has the provider's error ``shape``
+    (dotted paths to a string), cut to ``limit`` characters; None for any other answer, which
+    is never shown: an endpoint may be anything that answers HTTP (docs/model-endpoints.md)."""
     try:
-        data = json.loads(text)
-    except ValueError:
-        data = None
-    if isinstance(data, dict):
-        error = data.get("error")
-        if isinstance(error, dict):
-            message = error.get("message") or error.get("reason")
-            if isinstance(message, str):
-                text = message
-        elif isinstance(error, str):
-            text = error
-        elif isinstance(data.get("message"), str):
-            text = data["message"]
-    text = " ".join(text.split())
-    return text[:limit] + ("..." if len(text) > limit else "")
+        data = json.loads(body)
+    except (ValueError, UnicodeDecodeError):
+        return None
+    for path in shape:
+        value: Any = data
+        for key in path.split("."):
+            value = value.get(key) if isinstance(value, dict) else None
+        if isinstance(value, str) and value.strip():
+            text = " ".join(value.split())
+            return text[:limit] + ("..." if len(text) > limit else "")
+    return None
+
+
+def unshown(body: bytes) -> str:
+    """How an answer that is not shown is described: its size only."""
+    return f"a {len(body)}-byte answer without the provider's error shape (not shown)"
 
 
 def post_json(
@@ -263,6 +275,8 @@ def post_json(
         raise LLMError(model_id, scrub(f"TLS error talking to {where}: {exc}")) from None
     except urllib3.exceptions.LocationValueError:
         raise ModelUnusable(model_id, f"invalid URL for {where}") from None
+    except EndpointRefused as exc:
+        raise ModelUnusable(model_id, f'field "endpoint" {exc}') from None
     except urllib3.exceptions.NewConnectionError:
         raise Transient(f"cannot connect to {where}") from None
     except (urllib3.exceptions.TimeoutError, TimeoutError):
@@ -279,21 +293,28 @@ def check_status(
     body: bytes,
     where: str,
     secrets: Iterable[str | None] = (),
+    shape: tuple[str, ...] = OPENAI_ERROR,
 ) -> None:
-    """Raise Transient for 429/5xx and LLMError for any other non-2xx answer."""
+    """Raise Transient for 429/5xx and LLMError for any other non-2xx answer; the reason has
+    the provider's error message (``error_detail``) or only the answer's size."""
     if 200 <= status < 300:
         return
-    detail = scrub(error_detail(body), secrets)
-    reason = f"HTTP {status} from {where}" + (f": {detail}" if detail else "")
+    if 300 <= status < 400:
+        raise LLMError(model_id, f"HTTP {status} from {where}: a redirect, which is not "
+                                 f"followed", status=status, retryable=False)
+    detail = error_detail(body, shape)
+    reason = f"HTTP {status} from {where}: " + (scrub(detail, secrets) if detail is not None
+                                                 else unshown(body))
     if status == 429 or status >= 500:
         raise Transient(reason, status, parse_retry_after(headers.get("Retry-After")))
     raise LLMError(model_id, reason, status=status, retryable=False)
 
 
 def parse_json_body(model_id: str, body: bytes, where: str) -> Any:
-    """Decode a 2xx answer; a body that is not JSON is a non-retryable protocol error."""
+    """Decode a 2xx answer; a body that is not JSON is a non-retryable protocol error (its
+    text is not shown, only its size)."""
     try:
         return json.loads(body)
     except ValueError:
-        snippet = " ".join(body[:120].decode("utf-8", "replace").split())
-        raise LLMError(model_id, f"answer from {where} is not JSON: {snippet!r}") from None
+        raise LLMError(model_id, f"answer from {where} is not JSON ({len(body)} bytes, not "
+                                 "shown)") from None

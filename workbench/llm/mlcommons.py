@@ -15,6 +15,7 @@ import urllib3
 from workbench.config import Config
 from workbench.llm.base import (
     DEFAULT_RETRY,
+    OPENSEARCH_ERROR,
     ChatRequest,
     ChatResult,
     LLMError,
@@ -28,6 +29,7 @@ from workbench.llm.base import (
     post_json,
     result_with_usage,
     scrub,
+    unshown,
 )
 from workbench.store.upstream import tls_options
 
@@ -135,7 +137,8 @@ class MLCommonsModel:
                 self.where,
             )
             if status == 404 or (status == 400 and b"no handler found" in body):
-                detail = scrub(error_detail(body), [self._password])
+                detail = scrub(error_detail(body, OPENSEARCH_ERROR) or unshown(body),
+                               [self._password])
                 raise UnknownModel(
                     self.model_id,
                     f"model [{self.model_id}] is neither registered with the workbench "
@@ -143,7 +146,8 @@ class MLCommonsModel:
                     f"available through ML Commons (HTTP {status}: {detail})",
                     status=status,
                 )
-            check_status(self.model_id, status, headers, body, self.where, [self._password])
+            check_status(self.model_id, status, headers, body, self.where, [self._password],
+                         shape=OPENSEARCH_ERROR)
             return parse_json_body(self.model_id, body, self.where)
 
         data = call_with_retries(self.model_id, self.max_retries, self.retry, attempt)
