@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from opensearchpy import OpenSearch
+from opensearchpy.exceptions import ConflictError
 
 from workbench.config import Config
 from workbench.store.upstream import Upstream
@@ -206,3 +207,21 @@ def check_can_search(client: OpenSearch, indices: list[str]) -> None:
         return
     client.search(index=",".join(wanted), body={"size": 0, "query": {"match_all": {}}},
                   params={"ignore_unavailable": "true", "allow_no_indices": "true"})
+
+
+#: a document id no write check ever finds, and a sequence number no document ever has
+_PROBE_ID = "workbench-write-permission-check"
+_NO_SEQ_NO = 2**62
+
+
+def check_can_write(client: OpenSearch, index: str) -> None:
+    """Refuse, with the cluster's own 403, an identity that may not index documents into
+    ``index``: an index request conditional on a sequence number no document has, which the
+    cluster authorizes first (403) and then refuses as a version conflict (409) without
+    writing anything."""
+    try:
+        client.index(index=index, id=_PROBE_ID, body={}, if_seq_no=_NO_SEQ_NO,
+                     if_primary_term=1)
+    except ConflictError:
+        return
+    raise AssertionError(f"a conditional write to {index} that cannot apply was applied")
