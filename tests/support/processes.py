@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import signal
@@ -59,13 +60,24 @@ class Proc:
         self._log.close()
 
 
+#: models registered through the API may use the stand-in LLM, which listens on loopback, as
+#: an operator of a local llama.cpp set-up allows (docs/model-endpoints.md)
+LOOPBACK_MODELS = {
+    "WORKBENCH_MODEL_ENDPOINTS": json.dumps([r"^http://127\.0\.0\.1:[0-9]+(/.*)?$"]),
+    "WORKBENCH_MODEL_PRIVATE_ENDPOINTS": "true",
+}
+
+
 def base_env(opensearch_url: str, redis_url: str, **extra: str) -> dict[str, str]:
+    """The environment of the workbench's processes in tests: the services, INFO logs, and
+    ``LOOPBACK_MODELS`` (a test of the default endpoint rules drops those two)."""
     env = dict(os.environ)
     env.update(
         OPENSEARCH_URL=opensearch_url,
         REDIS_URL=redis_url,
         WORKBENCH_LOG_LEVEL="INFO",
         PYTHONUNBUFFERED="1",
+        **LOOPBACK_MODELS,
     )
     env.update(extra)
     return env
@@ -117,12 +129,14 @@ class Server(Proc):
     ``WORKBENCH_FRONT``: gunicorn alone unless a test asks for the nginx front."""
 
     def __init__(self, env: dict[str, str], workers: int = 2, wait_cluster: bool = True,
-                 front: str = "none") -> None:
+                 front: str = "none", prefix: list[str] | None = None) -> None:
+        """``prefix``: a command the server runs under (``HostsFile.command``, say)."""
         self.port = free_port()
         self.front = front
         env = dict(env, WORKBENCH_PORT=str(self.port), WORKBENCH_WEB_WORKERS=str(workers),
                    WORKBENCH_HOST="127.0.0.1", WORKBENCH_FRONT=front)
-        super().__init__([sys.executable, "-m", "workbench.cli", "serve"], env, "workbench-api")
+        super().__init__([*(prefix or []), sys.executable, "-m", "workbench.cli", "serve"], env,
+                         "workbench-api")
         self.url = f"http://127.0.0.1:{self.port}"
         self._wait(wait_cluster)
 
@@ -154,11 +168,12 @@ class Worker(Proc):
     """``workbench worker`` consuming a queue of its own, so concurrent test runs never mix."""
 
     def __init__(self, env: dict[str, str], queue: str | None = None,
-                 module: str = "workbench.cli", extra: list[str] | None = None) -> None:
+                 module: str = "workbench.cli", extra: list[str] | None = None,
+                 prefix: list[str] | None = None) -> None:
         self.queue = queue or env.get("WORKBENCH_QUEUE") or f"test-{uuid.uuid4().hex[:8]}"
         env = dict(env, WORKBENCH_QUEUE=self.queue)
-        super().__init__([sys.executable, "-m", module, "worker", *(extra or [])], env,
-                         "workbench-worker")
+        super().__init__([*(prefix or []), sys.executable, "-m", module, "worker",
+                          *(extra or [])], env, "workbench-worker")
         self._wait(env)
 
     def _wait(self, env: dict[str, str], timeout: float = 60) -> None:
@@ -207,3 +222,26 @@ def logs_since(workers: list[Worker], before: list[str], until: re.Pattern[str],
             time.sleep(0.5)  # a helper's last line follows its parent's by a little
             return [w.log()[len(old):] for w, old in zip(workers, before, strict=True)]
         time.sleep(0.1)
+
+
+class HostsFile:
+    """A hosts file that only the processes started under ``command`` see as /etc/hosts (a
+    mount namespace of their own; needs root and util-linux's ``unshare``): the test's own
+    name resolution, changed at will with ``write``."""
+
+    def __init__(self, entries: dict[str, str]) -> None:
+        self.path = Path(tempfile.mkstemp(prefix="hosts-")[1])
+        self.write(entries)
+
+    def write(self, entries: dict[str, str]) -> None:
+        """Name -> address; written in place, so running processes see it on their next look."""
+        lines = ["127.0.0.1 localhost", "::1 localhost ip6-localhost"]
+        lines += [f"{address} {name}" for name, address in entries.items()]
+        with self.path.open("r+" if self.path.stat().st_size else "w") as out:
+            out.seek(0)
+            out.write("\n".join(lines) + "\n")
+            out.truncate()
+
+    def command(self) -> list[str]:
+        return ["unshare", "--mount", "sh", "-c", 'mount --bind "$0" /etc/hosts && exec "$@"',
+                str(self.path)]
