@@ -215,6 +215,11 @@ def main(argv: list[str] | None = None) -> int:
     env = base_env(opensearch_url, redis_url, WORKBENCH_QUEUE=queue,
                    WORKBENCH_MODELS=json.dumps(models), FUZZ_LLM_KEY="sk-fuzz",
                    WORKBENCH_LOG_LEVEL="WARNING", WORKBENCH_LLM_MAX_RETRIES="1")
+    # No provider is reachable from here, so no model may be registered on a usable endpoint
+    # (using it would answer 502): plain-http endpoints only are trusted (the documents'
+    # hosted https examples are refused), and fuzz_hooks.ENDPOINTS meet the address rule.
+    env.update(WORKBENCH_MODEL_ENDPOINTS=json.dumps(["^http://.*"]),
+               WORKBENCH_MODEL_PRIVATE_ENDPOINTS="false")
     server: Server | None = None
     worker: Worker | None = None
     rc = 1

@@ -49,6 +49,18 @@ PATH_IDS: dict[str, list[str]] = {
 }
 
 
+# Endpoints a model registered through the API must not reach (the fuzz server trusts any
+# plain-http URL, on public addresses only: scripts/fuzz.py): loopback, private, link-local and
+# metadata addresses, and names that resolve to loopback. Each must be a 400 naming the field,
+# never a call; every generated model body with a URL gets one of them.
+ENDPOINTS = [
+    "http://127.0.0.1:9/v1", "http://10.0.0.5/v1", "http://172.16.0.1/v1",
+    "http://192.168.1.10/v1", "http://169.254.169.254/latest/meta-data",
+    "http://[::1]:8080/v1", "http://localhost:8080/v1", "http://[::ffff:127.0.0.1]/v1",
+    "http://0.0.0.0:9/v1",
+]
+
+
 def _with_seeds(body: dict[str, Any]) -> dict[str, Any]:
     out = dict(body)
     for field, ids in BODY_FIELDS.items():
@@ -59,6 +71,12 @@ def _with_seeds(body: dict[str, Any]) -> dict[str, Any]:
 
 @schemathesis.hook
 def flatmap_body(context: Any, body: Any) -> Any:
+    if isinstance(body, dict) and isinstance(body.get("endpoint"), str):
+        # No provider is reachable from here: a model on a trusted, public endpoint would only
+        # answer 502 when used. Generated endpoints that are not URLs are kept.
+        refused = [{**body, "endpoint": e} for e in ENDPOINTS]
+        url = body["endpoint"].startswith(("http://", "https://"))
+        return st.sampled_from(refused if url else [body, *refused])
     if not isinstance(body, dict) or not any(f in body for f, ids in BODY_FIELDS.items() if ids):
         return st.just(body)
     return st.sampled_from([body, _with_seeds(body)])
