@@ -94,3 +94,11 @@ def test_a_model_that_cannot_be_called_as_set_up_is_a_400(api: Api) -> None:
     finally:
         for model in (bedrock, openai):
             api.srw("DELETE", f"/models/{model}")
+
+
+@pytest.mark.parametrize("path", ["/experiments/schedule", "/query_sets", "/judgments"])
+@pytest.mark.parametrize("field", [".", "", "a..b", "title."])
+def test_a_list_sorted_on_no_field_name_is_a_400(api: Api, path: str, field: str) -> None:
+    """The cluster fails a sort on "." with a 500 (``array_index_out_of_bounds_exception``)."""
+    api.srw("GET", path, {"sort": {field: {"order": "asc"}}}).error(
+        400, f"sort field [{field}] is not a field name", "illegal_argument_exception")

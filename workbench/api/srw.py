@@ -87,6 +87,8 @@ def list_entities(repo: Repository, query: dict[str, Any] | None = None,
     sort = body.get("sort")
     if isinstance(sort, dict) and sort:
         field, spec = next(iter(sort.items()))
+        if not all(field.split(".")):  # "." or "a..b": the cluster fails such a sort with a 500
+            raise BadRequest(f"sort field [{field}] is not a field name")
         if isinstance(spec, dict) and spec.get("order") == "asc":
             order = "asc"
     return json_response(repo.list_response(size, field, order, query, source))
