@@ -292,6 +292,10 @@ start() {
       -Ehttp.port="$PORT" -Etransport.port="$((PORT + 100))"
       -Epath.data="$OS_HOME/data" -Epath.logs="$NODE_LOG_DIR"
       -Ecluster.routing.allocation.disk.threshold_enabled=false
+      # The parent circuit breaker by accounted memory, not by the heap in use: on this small
+      # heap G1 lets garbage fill the young generation between collections, and the real-memory
+      # breaker then refuses requests (429) that the accounted memory allows.
+      -Eindices.breaker.total.use_real_memory=false
     )
     if [ "$(id -u)" = 0 ]; then
       runuser -u "$NODE_USER" -- "${cmd[@]}" >"$CONSOLE_LOG" 2>&1 </dev/null \
