@@ -38,7 +38,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 
 JUDGED = 24  # queries of the LLM judgment (not split: under WORKBENCH_SPLIT_QUERIES)
 ITEMS = 60  # items of the catalogue, three documents each
-SHOP = 300  # queries of the hybrid experiment (split, five a unit: a few seconds' work)
+SHOP = 200  # queries of the hybrid experiment (split, five a unit: a few seconds' work)
 DOCS = 3
 #: seconds Redis stays frozen: past kombu's check of an overdue consumer connection (26 s),
 #: within the default lease (60 s)
