@@ -1,6 +1,9 @@
 """Session fixtures: a real OpenSearch, a real Redis, the workbench API and a Celery worker.
 
-See ``tests/support/services.py`` for where the services come from.
+See ``tests/support/services.py`` for where the services come from. They are started only for
+the tests that ask for them: ``tests/unit`` needs none and passes with OpenSearch and Redis
+unreachable; ``tests/integration`` and ``tests/compat`` start every session from the default
+SRW settings (their ``conftest.py``).
 """
 
 from __future__ import annotations
@@ -117,7 +120,7 @@ def client(server: Server) -> OpenSearch:
     return OpenSearch(hosts=[server.url], timeout=120)
 
 
-@pytest.fixture(scope="session", autouse=True)
+@pytest.fixture(scope="session")
 def _default_plugin_settings(opensearch_url: str, redis_url: str) -> None:
     """Start every session from the default SRW settings and zeroed counters."""
     import redis
