@@ -56,6 +56,6 @@ def slow_once(entity_id: str) -> None:
 
 
 if __name__ == "__main__":
-    from workbench.cli import main
+    from workbench.cli.main import main
 
     sys.exit(main())

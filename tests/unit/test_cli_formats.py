@@ -6,7 +6,8 @@ import json
 
 import pytest
 
-from workbench.cli_formats import (
+from workbench.cli.client import authorization
+from workbench.cli.formats import (
     FormatError,
     judgments_format,
     merged_ratings,
@@ -18,7 +19,6 @@ from workbench.cli_formats import (
     run_lines,
     topics_text,
 )
-from workbench.client import authorization
 
 
 def test_queries_one_per_line_skip_blank_lines() -> None:

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from workbench.cli_gate import PASS, REGRESSION, GateError, decide, explain
+from workbench.cli.gate import PASS, REGRESSION, GateError, decide, explain
 
 
 def summary(delta: float, p_value: float, metric: str = "NDCG@10",
@@ -52,7 +52,7 @@ def test_explanation_names_the_figures_and_the_worst_query() -> None:
 def test_summary_tables_show_names_with_brackets_as_written() -> None:
     from rich.console import Console
 
-    from workbench.cli_output import summary_tables
+    from workbench.cli.output import summary_tables
 
     configs = [{"searchConfigurationId": i, "name": name, "queries": {"run": 2},
                 "metrics": {"NDCG@10": {"n": 2, "mean": mean, "ci95": [mean - 0.1, mean + 0.1]}}}

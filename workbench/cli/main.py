@@ -1,6 +1,6 @@
 """The ``workbench`` command: serve, worker, init-indices, load-demo, status, and the daily loop
 over a running server (query-set, judgments, search-config, experiment, export, gate:
-``workbench/cli_loop.py``)."""
+``workbench/cli/loop.py``)."""
 
 from __future__ import annotations
 
@@ -52,16 +52,16 @@ def main(argv: list[str] | None = None) -> int:
     show = sub.add_parser("config", help="print the effective settings (secrets masked)")
     show.add_argument("--markdown", action="store_true", help="the README's settings table")
 
-    from workbench import cli_loop
+    from workbench.cli import loop
 
-    cli_loop.add_commands(sub)
+    loop.add_commands(sub)
 
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["bench"]:
         return _bench(argv[1:])
     args = parser.parse_args(argv)
-    if args.command in cli_loop.COMMANDS:
-        return cli_loop.run(args)  # a client of the server: the server's settings do not apply
+    if args.command in loop.COMMANDS:
+        return loop.run(args)  # a client of the server: the server's settings do not apply
     try:
         config = Config.from_env()
         if args.command in ("serve", "worker"):
@@ -126,6 +126,7 @@ def _supervise(config: Config) -> int:
 
     spec = getattr(sys.modules["__main__"], "__spec__", None)
     module = spec.name if spec is not None else "workbench.cli"
+    module = module.removesuffix(".__main__")  # ``python -m workbench.cli`` runs the package
     command = [sys.executable, "-m", module, "worker", "--no-supervise",
                "--concurrency", str(config.worker_concurrency)]
     log.info("supervising the job consumer: %s", " ".join(command[2:]))
@@ -265,7 +266,3 @@ def _status(config: Config, _: argparse.Namespace) -> int:
         ok &= healthy
         print(f"{name:<10} {'ok' if healthy else 'DOWN':<5} {detail}")
     return 0 if ok else 1
-
-
-if __name__ == "__main__":
-    sys.exit(main())

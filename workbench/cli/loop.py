@@ -14,10 +14,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from workbench import cli_formats as formats
-from workbench import cli_gate
-from workbench.cli_output import err, print_summary, wait_with_progress
-from workbench.client import ClientError, WorkbenchClient, authorization
+from workbench.cli import formats, gate
+from workbench.cli.client import ClientError, WorkbenchClient, authorization
+from workbench.cli.output import err, print_summary, wait_with_progress
 
 COMMANDS = ("query-set", "judgments", "search-config", "experiment", "export", "gate")
 TYPES = {"pointwise": "POINTWISE_EVALUATION", "pairwise": "PAIRWISE_COMPARISON",
@@ -116,23 +115,24 @@ def add_commands(sub: Any) -> None:
     eq.add_argument("--topics")
     eq.add_argument("--topics-out")
 
-    gate = sub.add_parser(
+    gate_cmd = sub.add_parser(
         "gate", parents=[conn],
         help="fail (exit 1) when a candidate configuration is significantly worse",
         description="Compare a candidate search configuration with a baseline on a query set "
                     "and judgments. Exit 0 pass, 1 regression (the metric dropped by more "
                     "than --margin with paired t-test p < --alpha), 2 usage or "
                     "infrastructure error.")
-    gate.add_argument("--baseline", required=True, help="search configuration id")
-    gate.add_argument("--candidate", required=True, help="search configuration id")
-    gate.add_argument("--query-set")
-    gate.add_argument("--judgments", action="append", default=[])
-    gate.add_argument("--experiment", help="reuse this pointwise experiment (over both "
-                                           "configurations) instead of running one")
-    gate.add_argument("--metric", default="NDCG@10")
-    gate.add_argument("--margin", type=float, default=0.01)
-    gate.add_argument("--alpha", type=float, default=0.05)
-    gate.add_argument("--size", type=int, help="k of the run (default: the metric's @k, else 10)")
+    gate_cmd.add_argument("--baseline", required=True, help="search configuration id")
+    gate_cmd.add_argument("--candidate", required=True, help="search configuration id")
+    gate_cmd.add_argument("--query-set")
+    gate_cmd.add_argument("--judgments", action="append", default=[])
+    gate_cmd.add_argument("--experiment", help="reuse this pointwise experiment (over both "
+                                               "configurations) instead of running one")
+    gate_cmd.add_argument("--metric", default="NDCG@10")
+    gate_cmd.add_argument("--margin", type=float, default=0.01)
+    gate_cmd.add_argument("--alpha", type=float, default=0.05)
+    gate_cmd.add_argument("--size", type=int,
+                          help="k of the run (default: the metric's @k, else 10)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -151,7 +151,7 @@ def run(args: argparse.Namespace) -> int:
     }[(args.command, getattr(args, "action", None))]
     try:
         return handler(client, args)
-    except (ClientError, formats.FormatError, cli_gate.GateError, OSError) as exc:
+    except (ClientError, formats.FormatError, gate.GateError, OSError) as exc:
         print(f"workbench {args.command}: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
@@ -342,29 +342,29 @@ def _write_topics(path: str | None, qids: dict[str, str]) -> None:
 
 def _gate(client: WorkbenchClient, args: argparse.Namespace) -> int:
     if args.baseline == args.candidate:
-        raise cli_gate.GateError("--baseline and --candidate are the same configuration")
+        raise gate.GateError("--baseline and --candidate are the same configuration")
     experiment_id = args.experiment or _gate_experiment(client, args)
     doc = client.get("experiments", experiment_id)
     if doc.get("status") in ("PROCESSING", "RETRYING"):
         doc = wait_with_progress(client, "experiments", experiment_id, "gate", args.timeout)
     if doc.get("status") != "COMPLETED":
         _ended(doc, "experiment")
-        return cli_gate.ERROR
+        return gate.ERROR
     configs = doc.get("searchConfigurationList") or []
     for role, config_id in (("baseline", args.baseline), ("candidate", args.candidate)):
         if config_id not in configs:
-            raise cli_gate.GateError(f"the experiment does not run the {role} {config_id}")
+            raise gate.GateError(f"the experiment does not run the {role} {config_id}")
     summary = _summary(client, experiment_id, args.baseline, args.metric, args.alpha)
-    verdict = cli_gate.decide(summary, args.candidate, args.metric, args.margin, args.alpha)
+    verdict = gate.decide(summary, args.candidate, args.metric, args.margin, args.alpha)
     names = {c["searchConfigurationId"]: f"{c.get('name')} ({c['searchConfigurationId']})"
              for c in summary.get("configurations") or []}
-    print("\n".join(cli_gate.explain(verdict, names, experiment_id)))  # plain: no wrapping
+    print("\n".join(gate.explain(verdict, names, experiment_id)))  # plain: no wrapping
     return verdict.code
 
 
 def _gate_experiment(client: WorkbenchClient, args: argparse.Namespace) -> str:
     if not args.query_set or not args.judgments:
-        raise cli_gate.GateError("give --query-set and --judgments (or --experiment)")
+        raise gate.GateError("give --query-set and --judgments (or --experiment)")
     size = args.size or _metric_k(args.metric) or 10
     body = {"type": "POINTWISE_EVALUATION", "querySetId": args.query_set,
             "searchConfigurationList": [args.baseline, args.candidate],

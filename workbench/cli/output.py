@@ -22,7 +22,7 @@ from rich.progress import (
 )
 from rich.table import Table
 
-from workbench.client import WorkbenchClient
+from workbench.cli.client import WorkbenchClient
 
 # Piped (a CI log), rich would wrap at 80 columns; COLUMNS still wins when set.
 _PIPED = not sys.stdout.isatty() and not os.environ.get("COLUMNS")
