@@ -3,9 +3,9 @@
 A closed-loop load generator on loopback (``wrk`` with Lua scripts for the POST bodies; a Python
 generator, labelled as such, when ``wrk`` is missing) runs for a bounded time against the cluster
 and against the workbench in front of it, served both ways (gunicorn alone, and the nginx front of
-``workbench/front.py``), alternately, for several rounds; the medians give the throughput ratio
-(target: >= 80% of direct) and the latency each adds at p50 and p99, under load and with a single
-connection (where no queueing hides or inflates the per-request cost).
+``workbench/serving/front.py``), alternately, for several rounds; the medians give the throughput
+ratio (target: >= 80% of direct) and the latency each adds at p50 and p99, under load and with a
+single connection (where no queueing hides or inflates the per-request cost).
 
 Everything shares one machine: the cluster, the workbench's gunicorn workers and the generator
 compete for the same cores, so "direct" also gets the CPU that the workbench would use. That is

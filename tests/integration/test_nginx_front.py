@@ -19,9 +19,9 @@ import urllib3
 from tests.support.api import Api
 from tests.support.processes import Server
 from tests.support.raw_http import send
-from workbench import door
 from workbench.config import Config, ConfigError
-from workbench.front import chosen_nginx, find_nginx, nginx_conf, workbench_prefixes
+from workbench.serving import door
+from workbench.serving.front import chosen_nginx, find_nginx, nginx_conf, workbench_prefixes
 
 http = urllib3.PoolManager(retries=False, timeout=60)
 
@@ -103,7 +103,7 @@ def test_stopping_the_front_stops_nginx_and_gunicorn(env: dict[str, str]) -> Non
 
 @pytest.mark.parametrize(("which", "message"), [
     ("workbench.cli", "the API server exited"),
-    ("workbench.door", "a door process exited"),
+    ("workbench.serving.door", "a door process exited"),
 ])
 def test_the_front_exits_when_one_of_its_processes_dies(env: dict[str, str], which: str,
                                                        message: str) -> None:
@@ -125,7 +125,7 @@ def test_without_the_door_nginx_listens_itself(env: dict[str, str]) -> None:
     srv = Server(dict(env, WORKBENCH_DOOR="false"), front="nginx", workers=1)
     try:
         names = [" ".join(c.cmdline()) for c in psutil.Process(srv.pid).children()]
-        assert not any("workbench.door" in n for n in names), names
+        assert not any("workbench.serving.door" in n for n in names), names
         assert send(srv.url, "GET", "/_cluster/health").status == 200
         refused = send(srv.url, "GET", "_cluster/health")
         assert refused.status == 400 and b"<html>" in refused.body
@@ -137,7 +137,8 @@ def test_a_door_without_nginx_answers_503(tmp_path: Path) -> None:
     """A door whose nginx is gone answers the workbench's 503 envelope and closes."""
     sock = door.listening_socket("127.0.0.1", 0)
     port = sock.getsockname()[1]
-    proc = subprocess.Popen([sys.executable, "-m", "workbench.door", "--fd", str(sock.fileno()),
+    proc = subprocess.Popen([sys.executable, "-m", "workbench.serving.door",
+                             "--fd", str(sock.fileno()),
                              "--upstream", str(tmp_path / "missing.sock")],
                             pass_fds=[sock.fileno()])
     sock.close()

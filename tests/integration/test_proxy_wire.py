@@ -107,7 +107,7 @@ def test_request_headers_and_target_are_forwarded(server_for: Server,
     for hop in ("keep-alive", "te", "proxy-authorization", "upgrade"):
         assert hop not in got, hop
     # A custom name listed in Connection is dropped by the Python proxy; nginx keeps it (the one
-    # documented difference of the front, workbench/front.py).
+    # documented difference of the front, workbench/serving/front.py).
     assert ("x-client-private" in got) == (server_for.front == "nginx")
     assert got["host"] == recorder.url.removeprefix("http://")  # type: ignore[attr-defined]
 

@@ -110,7 +110,7 @@ def test_the_nginx_front_is_not_used_where_it_cannot_verify_the_clusters_certifi
     import pytest
 
     from workbench.config import Config, ConfigError
-    from workbench.front import chosen_nginx, find_nginx
+    from workbench.serving.front import chosen_nginx, find_nginx
 
     by_ip = {"OPENSEARCH_URL": "https://127.0.0.1:9250"}
     assert chosen_nginx(Config.from_env({**by_ip, "WORKBENCH_FRONT": "auto"})) is None

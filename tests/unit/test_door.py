@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from workbench.door import MAX_HEAD, Framer
-from workbench.request_target import fix_request_line, origin_form
+from workbench.serving.door import MAX_HEAD, Framer
+from workbench.serving.request_target import fix_request_line, origin_form
 
 LOOKALIKE = b"GET _cat/indices HTTP/1.1\r\n\r\n"  # a body that reads like a request
 

@@ -1,4 +1,5 @@
-"""``workbench.request_json``: the limits of the JSON clients send, each a 400 naming its place.
+"""``workbench.serving.request_json``: the limits of the JSON clients send, each a 400 naming
+its place.
 
 The same bodies go through the real server in ``tests/integration/test_bad_input.py``.
 """
@@ -8,8 +9,8 @@ from __future__ import annotations
 import pytest
 
 from workbench.errors import BadRequest, WorkbenchError, clip, envelope
-from workbench.request_json import MAX_DEPTH, MAX_STRING_CHARS, loads, nesting_depth
 from workbench.schemas.numbers import bounded_int
+from workbench.serving.request_json import MAX_DEPTH, MAX_STRING_CHARS, loads, nesting_depth
 
 
 def _refused(raw: str | bytes, field: str = "") -> WorkbenchError:

@@ -7,9 +7,9 @@ from typing import Any
 
 from flask import Response, current_app, has_request_context, request
 
-from workbench import filter_path, request_json
 from workbench.errors import BadRequest, NotAcceptable, ParseError
 from workbench.services import Services
+from workbench.serving import filter_path, request_json
 
 SRW_PREFIX = "/_plugins/_search_relevance"
 JSON_TYPE = "application/json; charset=UTF-8"

@@ -85,8 +85,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _serve(config: Config, args: argparse.Namespace) -> int:
-    from workbench import front
-    from workbench.server import run_server
+    from workbench.serving import front
+    from workbench.serving.gunicorn_app import run_server
 
     overrides: dict[str, Any] = {}
     if args.host:

@@ -6,10 +6,10 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from workbench import request_json
 from workbench.errors import BadRequest
 from workbench.javafmt import java_string
 from workbench.schemas.text import query_set_key_error, query_set_value_error
+from workbench.serving import request_json
 
 FIELD = "querySetQueries"
 

@@ -11,8 +11,8 @@ from typing import Any
 
 import pystache
 
-from workbench import request_json
 from workbench.errors import BadRequest
+from workbench.serving import request_json
 
 PLACEHOLDERS = ("%SearchText%", "%queryText%")
 

@@ -33,9 +33,9 @@ from pathlib import Path
 from types import FrameType
 from urllib.parse import urlsplit
 
-from workbench import door
 from workbench.config import Config, ConfigError
 from workbench.errors import envelope
+from workbench.serving import door
 
 log = logging.getLogger(__name__)
 
@@ -133,14 +133,14 @@ def nginx_conf(config: Config, api_port: int, prefixes: tuple[str, ...], run_dir
         fast_key += ":$http_authorization"
         fast_match = f"~^({_FAST_METHODS})::."
     scheme = "https" if https else "http"
-    # With the door (workbench/door.py) on the public port, nginx listens on a Unix socket and
-    # learns each client's address from the PROXY protocol line the door sends first.
+    # With the door (workbench/serving/door.py) on the public port, nginx listens on a Unix socket
+    # and learns each client's address from the PROXY protocol line the door sends first.
     listen = f"unix:{run_dir / SOCKET} proxy_protocol" if config.door else \
         f"{_host_port(config.host, config.port)} reuseport"
     client = "$proxy_protocol_addr" if config.door else "$remote_addr"
 
     lines = [
-        "# Written by workbench serve (workbench/front.py); regenerated at every start.",
+        "# Written by workbench serve (workbench/serving/front.py); regenerated at every start.",
         "worker_processes auto;",
         f"pid {run_dir}/nginx.pid;",
         "error_log stderr warn;",
@@ -305,7 +305,7 @@ def run(config: Config, nginx: str) -> int:
             _wait_for(front, "nginx", sock_path.exists)
             for _ in range(os.cpu_count() or 1):
                 child = subprocess.Popen(
-                    [sys.executable, "-m", "workbench.door", "--fd", str(public.fileno()),
+                    [sys.executable, "-m", "workbench.serving.door", "--fd", str(public.fileno()),
                      "--upstream", str(sock_path)], pass_fds=[public.fileno()])
                 children[child] = "a door process"
             public.close()

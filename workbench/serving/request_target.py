@@ -5,7 +5,8 @@ OpenSearch accepts ``POST _plugins/_ml/models/_search HTTP/1.1`` and routes it a
 root: ``GET _cluster/health``, ``GET ?pretty``, ``GET *``). OpenSearch Dashboards'
 search-relevance plugin sends such lines for its model list and prompt validation. nginx and
 gunicorn refuse them as malformed before any route applies, so both fronts rewrite the target
-with this one rule (``workbench.door`` in front of nginx, ``workbench.server`` in gunicorn).
+with this one rule (``workbench.serving.door`` in front of nginx,
+``workbench.serving.gunicorn_app`` in gunicorn).
 """
 
 from __future__ import annotations

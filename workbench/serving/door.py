@@ -5,8 +5,8 @@ nginx's HTTP parser refuses a request line whose target has no leading slash
 applies, while OpenSearch routes it as ``/_plugins/...`` and OpenSearch Dashboards'
 search-relevance plugin sends exactly that for its model list. The door follows the HTTP/1.1
 framing of what clients send (request heads, ``Content-Length`` and chunked bodies) so that it
-can give each request line the slash (``workbench.request_target``); every other byte, in both
-directions, is relayed unchanged. Responses are not parsed at all.
+can give each request line the slash (``workbench.serving.request_target``); every other byte, in
+both directions, is relayed unchanged. Responses are not parsed at all.
 
 The door tells nginx the client's address with the PROXY protocol (v1), so nginx's access log
 shows the client, not the door. Anything it cannot follow with certainty (an oversized or
@@ -34,7 +34,7 @@ from typing import cast
 import uvloop
 
 from workbench.errors import envelope
-from workbench.request_target import fix_request_line
+from workbench.serving.request_target import fix_request_line
 
 log = logging.getLogger(__name__)
 
@@ -307,7 +307,7 @@ async def serve(sock: socket.socket, upstream_path: str) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m workbench.door")
+    parser = argparse.ArgumentParser(prog="python -m workbench.serving.door")
     parser.add_argument("--fd", type=int, required=True, help="the listening socket")
     parser.add_argument("--upstream", required=True, help="nginx's Unix socket")
     args = parser.parse_args(argv)

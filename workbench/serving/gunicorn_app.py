@@ -12,7 +12,7 @@ from gunicorn.http.message import Request
 from gunicorn.http.parser import RequestParser
 
 from workbench.config import Config
-from workbench.request_target import fix_request_line
+from workbench.serving.request_target import fix_request_line
 
 
 class AccessLogger(Logger):
@@ -58,7 +58,7 @@ class AccessLogger(Logger):
 
 class LenientRequest(Request):
     """Gunicorn's request, reading a target without its leading slash as OpenSearch does
-    (``workbench.request_target``) instead of refusing the request line."""
+    (``workbench.serving.request_target``) instead of refusing the request line."""
 
     def parse_request_line(self, line_bytes: bytes) -> None:
         super().parse_request_line(fix_request_line(line_bytes))
