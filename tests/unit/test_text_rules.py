@@ -2,7 +2,7 @@
 
 import pytest
 
-from workbench.javafmt import double_to_string, java_string
+from workbench.schemas.javafmt import double_to_string, java_string
 from workbench.schemas.text import INVALID_CHARACTERS as BAD
 from workbench.schemas.text import query_set_key_error, query_set_value_error, text_error
 

@@ -26,12 +26,12 @@ from workbench.api.srw import (
     search_entities,
 )
 from workbench.errors import BadRequest, Conflict, NotFound
-from workbench.javafmt import double_to_string
 from workbench.jobs.control import forget_cancel
 from workbench.jobs.queue import QueueUnavailable, enqueue
 from workbench.judgments import summary
 from workbench.judgments.create import new_judgment
 from workbench.metrics import relevance_threshold
+from workbench.schemas.javafmt import double_to_string
 from workbench.store.indices import JUDGMENT_INDEX
 from workbench.store.repository import now_iso
 

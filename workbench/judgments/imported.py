@@ -7,8 +7,8 @@ import re
 from typing import Any
 
 from workbench.errors import BadRequest
-from workbench.javafmt import java_string
 from workbench.judgments.limits import FLOAT_MAX, size_error
+from workbench.schemas.javafmt import java_string
 
 # What Java's Float.parseFloat reads (after trimming), minus NaN and Infinity. Possessive: a long
 # digit run that fails at its end is not retried split in two (that was quadratic).

@@ -13,7 +13,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from workbench.javafmt import double_to_string, java_string
+from workbench.schemas.javafmt import double_to_string, java_string
 
 SCORE0_1 = "SCORE0_1"
 RELEVANT_IRRELEVANT = "RELEVANT_IRRELEVANT"

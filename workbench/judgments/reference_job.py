@@ -7,13 +7,13 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from workbench.javafmt import double_to_string
 from workbench.jobs import fanout
 from workbench.jobs.control import JobControl, without_progress
 from workbench.judges import registry
 from workbench.judges.base import Hit, Judge, Query, Setup
 from workbench.judgments.retrieval import Target, load, retrieve
 from workbench.querysets.entries import QueryEntry, read_entries
+from workbench.schemas.javafmt import double_to_string
 from workbench.services import Services
 from workbench.store.indices import QUERY_SET_INDEX, SEARCH_CONFIG_INDEX
 

@@ -24,8 +24,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from workbench.javafmt import double_to_string, java_string
 from workbench.metrics.errors import MetricError
+from workbench.schemas.javafmt import double_to_string, java_string
 
 FloatArray = npt.NDArray[np.float64]
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 
-from workbench.javafmt import double_to_string
 from workbench.metrics.errors import MetricError
+from workbench.schemas.javafmt import double_to_string
 
 _LONG_MAX = 2**63 - 1
 _LONG_MIN = -(2**63)
