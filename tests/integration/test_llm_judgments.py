@@ -23,7 +23,7 @@ from tests.support import llm_server as fake
 from tests.support.api import Api
 from tests.support.llm_server import LLMServer
 from tests.support.processes import Server, Worker
-from workbench.judgments.llm_chunking import count_tokens
+from workbench.judgments.llm.chunking import count_tokens
 from workbench.llm.base import messages_string
 
 PRODUCTS = [

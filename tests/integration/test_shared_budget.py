@@ -9,7 +9,7 @@ import uuid
 import pytest
 import redis
 
-from workbench.judgments.llm_cost import Budget, Reservation, SharedBudget
+from workbench.judgments.llm.cost import Budget, Reservation, SharedBudget
 from workbench.llm.pricing import Pricing
 
 PRICING = Pricing(2.5, 10.0)

@@ -4,8 +4,8 @@ import random
 
 import pytest
 
-from workbench.judgments.llm_chunking import chunk_hits, count_tokens, encoding
-from workbench.judgments.llm_prompt import (
+from workbench.judgments.llm.chunking import chunk_hits, count_tokens, encoding
+from workbench.judgments.llm.prompt import (
     DEFAULT_TEMPLATE,
     RELEVANT_IRRELEVANT,
     SCORE0_1,

@@ -7,9 +7,9 @@ import json
 import pytest
 
 from tests.support import llm_server as fake
-from workbench.judgments import llm_cost
-from workbench.judgments.llm import Usage
-from workbench.judgments.llm_prompt import RELEVANT_IRRELEVANT, SCORE0_1, system_prompt
+from workbench.judgments.llm import cost as llm_cost
+from workbench.judgments.llm.job import Usage
+from workbench.judgments.llm.prompt import RELEVANT_IRRELEVANT, SCORE0_1, system_prompt
 from workbench.llm.pricing import Pricing
 
 PRICES = Pricing(0.15, 0.6)

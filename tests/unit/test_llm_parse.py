@@ -2,8 +2,8 @@
 
 import pytest
 
-from workbench.judgments.llm_parse import ParseFailure, parse_ratings
-from workbench.judgments.llm_prompt import RELEVANT_IRRELEVANT, SCORE0_1
+from workbench.judgments.llm.parse import ParseFailure, parse_ratings
+from workbench.judgments.llm.prompt import RELEVANT_IRRELEVANT, SCORE0_1
 
 IDS = {"B01", "B02", "B03"}
 

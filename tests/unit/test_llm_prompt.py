@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from workbench.judgments.llm_prompt import (
+from workbench.judgments.llm.prompt import (
     DEFAULT_TEMPLATE,
     RATING_TYPES,
     RELEVANT_IRRELEVANT,

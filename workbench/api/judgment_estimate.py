@@ -12,8 +12,8 @@ from flask import Blueprint, Response
 from workbench.api import caller, json_body, json_response, services
 from workbench.errors import BadRequest
 from workbench.jobs.base import JobFailed
-from workbench.judgments import llm_estimate
 from workbench.judgments.create import new_judgment
+from workbench.judgments.llm import estimate as llm_estimate
 from workbench.llm.base import LLMError
 from workbench.llm.pricing import Pricing, pricing_of
 

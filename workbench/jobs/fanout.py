@@ -145,7 +145,7 @@ class UnitWorker(Protocol):
 KINDS: dict[str, Callable[[Services, str, Any], UnitWorker]] = {}
 #: kind -> the module that registers it in ``KINDS`` (imported when a helper needs it)
 MODULES = {
-    "llm_judgment": "workbench.judgments.llm_split",
+    "llm_judgment": "workbench.judgments.llm.split",
     "reference_judgment": "workbench.judgments.reference_job",
     "experiment": "workbench.experiments.split",
 }

@@ -30,7 +30,7 @@ from workbench.judges.base import (
     number_option,
 )
 from workbench.judges.rubric import RUBRICS, Grade, Rubric
-from workbench.judgments.llm_parse import ParseFailure
+from workbench.judgments.llm.parse import ParseFailure
 from workbench.llm.base import ChatModel, ChatRequest, LLMError, ModelUnusable
 from workbench.llm.mlcommons import UnknownModel
 from workbench.llm.pricing import pricing_of

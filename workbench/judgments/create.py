@@ -19,7 +19,8 @@ from workbench.judges import llm as llm_judge
 from workbench.judges import registry
 from workbench.judges.base import OptionError, Setup
 from workbench.judges.registry import BrokenJudge, UnknownJudge
-from workbench.judgments import imported, llm_prompt
+from workbench.judgments import imported
+from workbench.judgments.llm import prompt as llm_prompt
 from workbench.judgments.ubi import CLICK_MODELS
 from workbench.llm.pricing import Pricing
 from workbench.querysets.entries import read_entries

@@ -21,7 +21,7 @@ from functools import cache
 
 import tiktoken
 
-from workbench.judgments.llm_prompt import hit_object, hits_json, user_content_parts
+from workbench.judgments.llm.prompt import hit_object, hits_json, user_content_parts
 from workbench.llm.base import json_escape
 
 Hit = tuple[str, str]

@@ -5,7 +5,7 @@ unit per thread), writes its ratings to the judgment cache as it goes, and retur
 order, so the judgment is the one a single worker would have written.
 
 A judgment with a token or cost budget keeps it in Redis while it is split
-(``llm_cost.SharedBudget``): every process reserves against the same limit.
+(``cost.SharedBudget``): every process reserves against the same limit.
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from typing import Any
 
 from workbench.jobs import fanout
 from workbench.jobs.control import JobControl, without_progress
-from workbench.judgments.llm import CacheWriter, Judge, Outcome, Usage
-from workbench.judgments.llm_cost import SharedBudget
+from workbench.judgments.llm.cost import SharedBudget
+from workbench.judgments.llm.job import CacheWriter, Judge, Outcome, Usage
 from workbench.judgments.retrieval import Target
 from workbench.querysets.entries import QueryEntry
 from workbench.services import Services

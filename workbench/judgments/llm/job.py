@@ -17,7 +17,8 @@ from typing import Any
 
 from workbench.jobs.base import JobFailed
 from workbench.jobs.control import JobControl
-from workbench.judgments import llm_chunking, llm_cost, llm_parse, llm_prompt, summary
+from workbench.judgments import summary
+from workbench.judgments.llm import chunking, cost, parse, prompt
 from workbench.judgments.retrieval import Target, load, retrieve
 from workbench.llm.base import ChatModel, ChatRequest, LLMError
 from workbench.llm.pricing import Pricing, pricing_of
@@ -39,7 +40,7 @@ RATIONALE_INSTRUCTION = (
 
 def response_format_with_rationale(rating_type: str) -> dict[str, Any]:
     """The §7.4.1 schema with a required ``rationale`` string in each rating."""
-    schema = llm_prompt.response_format(rating_type)
+    schema = prompt.response_format(rating_type)
     item = schema["json_schema"]["schema"]["properties"]["ratings"]["items"]
     item["properties"]["rationale"] = {"type": "string"}
     item["required"] = [*item["required"], "rationale"]
@@ -145,8 +146,8 @@ class Judge:
         self.control = control
         self.metadata = metadata
         self.index = index
-        self.rating_type = metadata.get("llmJudgmentRatingType") or llm_prompt.SCORE0_1
-        self.template = metadata.get("promptTemplate") or llm_prompt.DEFAULT_TEMPLATE
+        self.rating_type = metadata.get("llmJudgmentRatingType") or prompt.SCORE0_1
+        self.template = metadata.get("promptTemplate") or prompt.DEFAULT_TEMPLATE
         self.token_limit = int(metadata.get("tokenLimit") or 4000)
         self.context_fields = list(metadata.get("contextFields") or [])
         self.model_id = str(metadata["modelId"])
@@ -156,11 +157,11 @@ class Judge:
         self.rationale = bool(metadata.get("includeRationale"))
         suffix = "+rationale" if self.rationale else ""
         self.prompt = prompt_code(self.template, self.rating_type + suffix)
-        self.system = llm_prompt.system_prompt(self.rating_type) + (
+        self.system = prompt.system_prompt(self.rating_type) + (
             RATIONALE_INSTRUCTION if self.rationale else "")
         self.usage = Usage()
         self.pricing = pricing_of(self.model)
-        self.budget = llm_cost.Budget.of(metadata, self.pricing)
+        self.budget = cost.Budget.of(metadata, self.pricing)
         if control is not None:
             control.usage = lambda: {"llmCalls": self.usage.llm_calls,
                                      "inputTokens": self.usage.input_tokens,
@@ -191,17 +192,17 @@ class Judge:
         todo = [(f"{self.index}::{d}", ctx) for d, ctx in target.hits if d not in target.known]
         if not todo:
             return []
-        return llm_chunking.chunk_hits(self.system, self.template, target.entry.query_text,
-                                       target.entry.custom_fields, todo, self.token_limit)
+        return chunking.chunk_hits(self.system, self.template, target.entry.query_text,
+                                   target.entry.custom_fields, todo, self.token_limit)
 
     def user_message(self, entry: QueryEntry, chunk: list[tuple[str, str]]) -> str:
-        return llm_prompt.user_content(self.template, entry.query_text, entry.custom_fields,
-                                       llm_prompt.hits_json(chunk))
+        return prompt.user_content(self.template, entry.query_text, entry.custom_fields,
+                                   prompt.hits_json(chunk))
 
     def call_tokens(self, user: str, chunk: list[tuple[str, str]]) -> tuple[int, int]:
         """Counted input and estimated output tokens of one call for ``chunk``."""
-        return (llm_cost.prompt_tokens(self.system, user),
-                llm_cost.answer_tokens([c for c, _ in chunk], self.rating_type, self.rationale))
+        return (cost.prompt_tokens(self.system, user),
+                cost.answer_tokens([c for c, _ in chunk], self.rating_type, self.rationale))
 
     def usage_metadata(self, usage: Usage | None = None) -> dict[str, Any]:
         return (usage or self.usage).as_metadata(self.pricing)
@@ -274,7 +275,7 @@ class Judge:
         assert self.control is not None
         return self.control.error()
 
-    def _settle(self, held: llm_cost.Reservation | None, input_tokens: int = 0,
+    def _settle(self, held: cost.Reservation | None, input_tokens: int = 0,
                 output_tokens: int = 0) -> None:
         if held is not None and self.budget is not None:
             self.budget.settle(held, input_tokens, output_tokens)
@@ -289,7 +290,7 @@ class Judge:
         allowed = {composite.split("::", 1)[1] for composite, _ in chunk}
         error = ""
         structured = (response_format_with_rationale(self.rating_type) if self.rationale
-                      else llm_prompt.response_format(self.rating_type))
+                      else prompt.response_format(self.rating_type))
         for response_format in (structured, None):
             if self.cancelled():
                 return None
@@ -315,12 +316,12 @@ class Judge:
             usage.input_tokens += result.input_tokens
             usage.output_tokens += result.output_tokens
             try:
-                ratings = llm_parse.parse_ratings(result.text, self.rating_type, allowed)
-            except llm_parse.ParseFailure as exc:
+                ratings = parse.parse_ratings(result.text, self.rating_type, allowed)
+            except parse.ParseFailure as exc:
                 error = f"could not read the answer of model {self.model_id}: {exc}"
                 continue
             if ratings:
-                rationales = (llm_parse.parse_rationales(result.text, set(ratings))
+                rationales = (parse.parse_rationales(result.text, set(ratings))
                               if self.rationale else {})
                 return ratings, rationales, None, usage
             error = f"model {self.model_id} returned no usable ratings"
@@ -394,7 +395,7 @@ def prepare(svc: Services, metadata: dict[str, Any], control: JobControl | None 
         control.start(len(entries), "searching")
         control.check()
     targets = retrieve(svc, entries, configs, int(metadata.get("size", 10)),
-                       lambda source: llm_prompt.context_string(source, judge.context_fields))
+                       lambda source: prompt.context_string(source, judge.context_fields))
     for reused in _existing_ratings(svc, list(metadata.get("existingJudgments") or [])):
         for target in targets:
             for doc_id, rating in (reused.get(target.entry.key) or {}).items():
@@ -417,12 +418,12 @@ def _budget_outcome(judge: Judge, out: dict[str, Any]) -> None:
 
 def generate(svc: Services, judgment_id: str, metadata: dict[str, Any],
              control: JobControl | None = None) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    from workbench.judgments import llm_split  # it builds on this module
+    from workbench.judgments.llm import split  # it builds on this module
 
     judge, entries, targets = prepare(svc, metadata, control)
     if control is not None:
         control.check()
-    outcomes = llm_split.rate(svc, judgment_id, judge, targets, control)
+    outcomes = split.rate(svc, judgment_id, judge, targets, control)
     budget_reason = judge.budget.reason if judge.budget is not None else None
     ratings, failed, reason = _assemble(targets, outcomes, budget_reason)
     out = dict(metadata)
@@ -471,13 +472,13 @@ def retry_failed(svc: Services, judgment_id: str, doc: dict[str, Any],
             continue
         query_entry = by_key.get(entry["query"]) or read_entries(
             {"querySetQueries": [{"queryText": entry["query"]}]})[0]
-        contexts = [(d, llm_prompt.context_string(sources[d], context_fields)) for d in failures]
+        contexts = [(d, prompt.context_string(sources[d], context_fields)) for d in failures]
         targets.append(Target(query_entry, contexts))
         owners.append(number)
     judge.use_cache(targets)
-    from workbench.judgments import llm_split  # it builds on this module
+    from workbench.judgments.llm import split  # it builds on this module
 
-    outcomes = llm_split.rate(svc, judgment_id, judge, targets, control)
+    outcomes = split.rate(svc, judgment_id, judge, targets, control)
     for number, target, outcome in zip(owners, targets, outcomes, strict=True):
         entry = entries[number]
         rated = {**target.known, **outcome.ratings}

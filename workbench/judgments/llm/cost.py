@@ -21,16 +21,15 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
-from workbench.judgments import llm_prompt
-from workbench.judgments.llm_chunking import count_tokens
+from workbench.judgments.llm import prompt
+from workbench.judgments.llm.chunking import count_tokens
 from workbench.llm.pricing import Pricing
 
 TOKENS_PER_MESSAGE = 3
 REPLY_PRIMING = 3
 # A typical one-sentence rationale, for the size of answers that carry one.
 _RATIONALE = "The result matches the main words of the query but not all of its intent."
-_SAMPLE_SCORE: dict[str, Any] = {llm_prompt.SCORE0_1: 0.5,
-                                 llm_prompt.RELEVANT_IRRELEVANT: "IRRELEVANT"}
+_SAMPLE_SCORE: dict[str, Any] = {prompt.SCORE0_1: 0.5, prompt.RELEVANT_IRRELEVANT: "IRRELEVANT"}
 
 
 @cache

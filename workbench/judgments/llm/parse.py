@@ -13,7 +13,7 @@ import math
 import re
 from typing import Any
 
-from workbench.judgments.llm_prompt import RATING_TYPES, SCORE0_1
+from workbench.judgments.llm.prompt import RATING_TYPES, SCORE0_1
 from workbench.schemas.javafmt import double_to_string
 
 BINARY_RATINGS = {"RELEVANT": "1.0", "IRRELEVANT": "0.0"}

@@ -1,6 +1,6 @@
 """``POST /judgments/_estimate``: what an LLM judgment would cost, before it runs.
 
-It does what the job does before its first LLM call (``llm.prepare``: searches, reuse of
+It does what the job does before its first LLM call (``job.prepare``: searches, reuse of
 ``existingJudgments``, the judgment cache with ``overwriteCache`` honoured) and cuts the same
 prompts (``Judge.plan``), counting each call as the job's budget does (``Judge.call_tokens``).
 No model is called. The figures assume every call answers at the first try (no fallback call
@@ -12,14 +12,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from workbench.judgments import llm
+from workbench.judgments.llm import job
 from workbench.services import Services
 
 
 def estimate(svc: Services, metadata: dict[str, Any]) -> dict[str, Any]:
     """The flat estimate of a validated LLM_JUDGMENT's metadata. What would end the job
     ``ERROR`` before any call (a search pipeline that does not exist) raises ``JobFailed``."""
-    judge, entries, targets = llm.prepare(svc, metadata)
+    judge, entries, targets = job.prepare(svc, metadata)
     pairs = sum(len(t.hits) for t in targets if t.search_error is None)
     calls = input_tokens = output_tokens = 0
     to_rate = 0
