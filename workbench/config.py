@@ -185,7 +185,7 @@ class Config:
         60.0, "WORKBENCH_LEASE_SECONDS", _positive_float,
         "TTL of a running job's lease in Redis, renewed every third of it. A job whose worker "
         "died is queued again within seconds of a worker starting on the same host; from "
-        "another host once its lease lapses, within this plus one sweep (half as long).")
+        "another host once its lease lapses, within this plus two sweeps (each half as long).")
     job_max_attempts: int = setting(
         3, "WORKBENCH_JOB_MAX_ATTEMPTS", _positive_int,
         "Times a job whose worker or message was lost is queued again before it ends ERROR.")

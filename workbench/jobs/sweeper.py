@@ -4,14 +4,17 @@ Every PROCESSING/RETRYING entity has a queued marker or a live lease in Redis (`
 The sweeper re-queues an entity that has neither — its worker died and its lease lapsed, or its
 message was lost with a Redis that kept nothing on disk — once it is older than ``grace``
 (the API writes the entity a moment before it queues the job; a second message sent in that
-moment would only find the first one's lease). An entity whose lease is held by a dead process
-of this host is re-queued at once, whatever its age: its worker was killed, and no lease TTL
-needs to pass to know it. After ``WORKBENCH_JOB_MAX_ATTEMPTS`` re-runs the entity ends ERROR
+moment would only find the first one's lease) and it was seen so in two passes at least half a
+lease TTL apart: a Redis that stopped answering for most of a TTL lets a live job's lease
+expire, and its heartbeat takes the lease back within a third of the TTL once Redis answers
+(a job run twice at once would fail both). An entity whose lease is held by a dead process of
+this host is re-queued at once, whatever its age: its worker was killed, and no lease TTL needs
+to pass to know it. After ``WORKBENCH_JOB_MAX_ATTEMPTS`` re-runs the entity ends ERROR
 with what happened.
 
 Runs in every ``workbench worker`` consumer, at its start and then on a timer, so a job whose
 whole worker was killed is queued again within seconds of a worker starting on the same host,
-and from any other host within one lease TTL and one period. Two sweepers may re-queue the
+and from any other host within one lease TTL and two periods. Two sweepers may re-queue the
 same entity at once: the second message finds the first one's lease (or a final status) and
 does nothing. The ERROR update is conditional on the status, so a job that finishes meanwhile
 keeps its result.
@@ -21,6 +24,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -86,11 +90,33 @@ def _iso(moment: datetime) -> str:
     return moment.strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
 
 
+class Suspects:
+    """Entities seen with neither marker nor lease, and when (monotonic seconds): one is taken
+    for lost only when it was seen so at least ``confirm`` seconds before."""
+
+    def __init__(self, confirm: float) -> None:
+        self.confirm = confirm
+        self.first_seen: dict[tuple[str, str], float] = {}
+
+    def confirmed(self, task: str, entity_id: str) -> bool:
+        now = time.monotonic()
+        first = self.first_seen.setdefault((task, entity_id), now)
+        return now - first >= self.confirm
+
+    def keep_only(self, seen: set[tuple[str, str]]) -> None:
+        """Forget the entities that were not suspect in the last pass."""
+        self.first_seen = {k: v for k, v in self.first_seen.items() if k in seen}
+
+
 def sweep(client: OpenSearch, r: redis.Redis, lease_seconds: float, max_attempts: int,
-          enqueue: Callable[[str, str], None]) -> dict[str, int]:
-    """One pass; returns how many entities were re-queued and how many were marked ERROR."""
+          enqueue: Callable[[str, str], None],
+          suspects: Suspects | None = None) -> dict[str, int]:
+    """One pass; returns how many entities were re-queued and how many were marked ERROR.
+    ``suspects`` carries what earlier passes saw (None: this pass alone decides)."""
     cutoff = _iso(datetime.now(UTC) - timedelta(seconds=grace_seconds(lease_seconds)))
     counts = {"requeued": 0, "failed": 0}
+    suspects = suspects if suspects is not None else Suspects(0.0)
+    seen: set[tuple[str, str]] = set()
     for index, (status_field, tasks, script) in WATCHED.items():
         if not client.indices.exists(index=index):
             continue
@@ -105,7 +131,8 @@ def sweep(client: OpenSearch, r: redis.Redis, lease_seconds: float, max_attempts
                 continue
             young = str(hit["_source"].get("timestamp") or "") >= cutoff
             _check(client, r, index, script, status_field, status, task, hit["_id"],
-                   max_attempts, enqueue, counts, young)
+                   max_attempts, enqueue, counts, young, suspects, seen)
+    suspects.keep_only(seen)
     if counts["requeued"] or counts["failed"]:
         log.warning("lost jobs: %(requeued)d queued again, %(failed)d marked ERROR", counts)
     return counts
@@ -113,7 +140,8 @@ def sweep(client: OpenSearch, r: redis.Redis, lease_seconds: float, max_attempts
 
 def _check(client: OpenSearch, r: redis.Redis, index: str, script: str, status_field: str,
            status: str, task: str, entity_id: str, max_attempts: int,
-           enqueue: Callable[[str, str], None], counts: dict[str, int], young: bool) -> None:
+           enqueue: Callable[[str, str], None], counts: dict[str, int], young: bool,
+           suspects: Suspects, seen: set[tuple[str, str]]) -> None:
     """``young``: written within the grace period, so only a dead holder's lease counts."""
     queued, lease = leases.state(r, task, entity_id)
     if queued is not None:
@@ -126,6 +154,9 @@ def _check(client: OpenSearch, r: redis.Redis, index: str, script: str, status_f
     elif young:
         return
     else:
+        seen.add((task, entity_id))
+        if not suspects.confirmed(task, entity_id):
+            return
         lost = "worker or queued message"
     key = leases.attempts_key(task, entity_id)
     attempts = int(r.incr(key))
@@ -154,11 +185,13 @@ def start(client_factory: Any, redis_factory: Any, lease_seconds: float, max_att
     """Sweep now and then every ``period_seconds(lease)`` in a daemon thread."""
     period = period_seconds(lease_seconds)
     stop = threading.Event()
+    suspects = Suspects(confirm=lease_seconds / 2)
 
     def loop() -> None:
         while True:
             try:
-                sweep(client_factory(), redis_factory(), lease_seconds, max_attempts, enqueue)
+                sweep(client_factory(), redis_factory(), lease_seconds, max_attempts, enqueue,
+                      suspects)
             except Exception as exc:
                 if is_transient(exc):  # the cluster or Redis is away: the next pass tries again
                     log.warning("sweeping lost jobs: %s (%s)", type(exc).__name__,
