@@ -155,7 +155,10 @@ def test_queued_jobs_are_never_failed_for_waiting(
         wrk.stop()
     for doc in docs:
         assert_no_duplicates(doc)
-    assert "queued again" not in wrk.log()
+    # The sweeper may recover other tests' lost jobs (it looks at every running entity), never
+    # one of these, which only waited.
+    requeued = [line for line in wrk.log().splitlines() if "queued again" in line]
+    assert not [line for line in requeued if any(i in line for i in ids)], requeued
 
 
 def _lost_entity(direct: OpenSearch) -> str:
