@@ -1,6 +1,6 @@
 """filter_path behaves as OpenSearch's does on the shapes the workbench answers with."""
 
-from workbench.serving.filter_path import apply
+from workbench.api.filter_path import apply
 
 BODY = {
     "took": 3,

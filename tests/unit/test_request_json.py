@@ -1,4 +1,4 @@
-"""``workbench.serving.request_json``: the limits of the JSON clients send, each a 400 naming
+"""``workbench.schemas.request_json``: the limits of the JSON clients send, each a 400 naming
 its place.
 
 The same bodies go through the real server in ``tests/integration/test_bad_input.py``.
@@ -10,7 +10,7 @@ import pytest
 
 from workbench.errors import BadRequest, WorkbenchError, clip, envelope
 from workbench.schemas.numbers import bounded_int
-from workbench.serving.request_json import MAX_DEPTH, MAX_STRING_CHARS, loads, nesting_depth
+from workbench.schemas.request_json import MAX_DEPTH, MAX_STRING_CHARS, loads, nesting_depth
 
 
 def _refused(raw: str | bytes, field: str = "") -> WorkbenchError:

@@ -7,9 +7,10 @@ from typing import Any
 
 from flask import Response, current_app, has_request_context, request
 
+from workbench.api import filter_path
 from workbench.errors import BadRequest, NotAcceptable, ParseError
+from workbench.schemas import request_json
 from workbench.services import Services
-from workbench.serving import filter_path, request_json
 
 SRW_PREFIX = "/_plugins/_search_relevance"
 JSON_TYPE = "application/json; charset=UTF-8"

@@ -7,9 +7,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from workbench.errors import BadRequest
+from workbench.schemas import request_json
 from workbench.schemas.javafmt import java_string
 from workbench.schemas.text import query_set_key_error, query_set_value_error
-from workbench.serving import request_json
 
 FIELD = "querySetQueries"
 

@@ -12,7 +12,7 @@ from typing import Any
 import pystache
 
 from workbench.errors import BadRequest
-from workbench.serving import request_json
+from workbench.schemas import request_json
 
 PLACEHOLDERS = ("%SearchText%", "%queryText%")
 
