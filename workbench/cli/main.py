@@ -14,6 +14,10 @@ from workbench.logs import setup_logging
 
 log = logging.getLogger("workbench")
 
+#: every module that registers jobs; a worker imports them all (the API sends jobs by name)
+TASK_MODULES = ("workbench.jobs.tasks", "workbench.judgments.tasks",
+                "workbench.experiments.tasks", "workbench.evaluation.tasks")
+
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
@@ -139,7 +143,7 @@ def _consume(config: Config) -> int:
 
     supervisor.bind_to_supervisor()
     _try_init_indices(config)
-    app = configure(config)
+    app = configure(config, TASK_MODULES)
 
     from celery.signals import worker_process_init, worker_ready
 

@@ -5,7 +5,7 @@ stores what each entry asks, its searched hits included, in the batch's document
 (``EVALUATE_BATCH_INDEX``, ``PROCESSING``), so the worker judges without searching anything: it
 never reads an index the caller could not. The worker runs the job as the service identity, like
 every job; it writes ``COMPLETED`` with the result the synchronous call would have answered, or
-``ERROR`` with the reason (``jobs.tasks.EvaluateBatchTask``).
+``ERROR`` with the reason (``evaluation.tasks.EvaluateBatchTask``).
 """
 
 from __future__ import annotations

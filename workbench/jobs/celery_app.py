@@ -23,8 +23,10 @@ _config: Config | None = None
 _services: Services | None = None
 
 
-def configure(config: Config) -> Celery:
-    """Point the app at the broker and set the delivery policy every job relies on."""
+def configure(config: Config, tasks: tuple[str, ...] = ()) -> Celery:
+    """Point the app at the broker and set the delivery policy every job relies on. ``tasks``:
+    the modules that register tasks, for a worker (which runs them); the API only sends jobs
+    by name and needs none."""
     global _config, _services
     _config = config
     _services = None
@@ -56,7 +58,7 @@ def configure(config: Config) -> Celery:
             "socket_keepalive": True,
         },
         worker_hijack_root_logger=False,
-        include=["workbench.jobs.tasks"],
+        include=list(tasks),
     )
     return celery_app
 

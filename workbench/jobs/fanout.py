@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import importlib
 import json
 import logging
 import threading
@@ -143,17 +142,11 @@ class UnitWorker(Protocol):
 
 #: kind -> builds the unit worker from the services, the entity id and the run's head
 KINDS: dict[str, Callable[[Services, str, Any], UnitWorker]] = {}
-#: kind -> the module that registers it in ``KINDS`` (imported when a helper needs it)
-MODULES = {
-    "llm_judgment": "workbench.judgments.llm.split",
-    "reference_judgment": "workbench.judgments.reference_job",
-    "experiment": "workbench.experiments.split",
-}
-
-
 def unit_worker(svc: Services, kind_name: str, entity_id: str, head: Any) -> UnitWorker:
+    """The unit worker of ``kind_name``, registered in ``KINDS`` by the domain module that
+    splits such jobs (a worker imports every task module, and with them these)."""
     if kind_name not in KINDS:
-        importlib.import_module(MODULES[kind_name])
+        raise JobFailed(f"no unit worker is registered for split jobs of kind {kind_name!r}")
     return KINDS[kind_name](svc, entity_id, head)
 
 
