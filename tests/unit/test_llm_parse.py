@@ -2,7 +2,7 @@
 
 import pytest
 
-from workbench.judgments.llm.parse import ParseFailure, parse_ratings
+from workbench.judges.ratings import ParseFailure, parse_ratings
 from workbench.judgments.llm.prompt import RELEVANT_IRRELEVANT, SCORE0_1
 
 IDS = {"B01", "B02", "B03"}

@@ -20,7 +20,7 @@ from typing import Any
 
 from workbench.judges.base import Hit, Query, Usage
 from workbench.judges.llm import ask
-from workbench.judgments.llm.parse import ParseFailure
+from workbench.judges.ratings import ParseFailure
 from workbench.llm.base import ChatModel
 from workbench.llm.pricing import pricing_of
 from workbench.llm.registry import resolve

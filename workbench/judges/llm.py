@@ -29,8 +29,8 @@ from workbench.judges.base import (
     check_options,
     number_option,
 )
+from workbench.judges.ratings import ParseFailure
 from workbench.judges.rubric import RUBRICS, Grade, Rubric
-from workbench.judgments.llm.parse import ParseFailure
 from workbench.llm.base import ChatModel, ChatRequest, LLMError, ModelUnusable
 from workbench.llm.mlcommons import UnknownModel
 from workbench.llm.pricing import pricing_of

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from workbench.judges.base import Scale
-from workbench.judgments.llm.parse import rating_elements
+from workbench.judges.ratings import rating_elements
 
 CHECKLIST_TEXT = """You are an expert search relevance assessor. For the search query and each \
 numbered result, work through this checklist:

@@ -16,7 +16,7 @@ from workbench.jobs.base import JobFailed
 from workbench.jobs.control import JobControl
 from workbench.judgments import imported, reference_job, ubi
 from workbench.judgments.limits import size_error
-from workbench.judgments.llm import job as llm_job
+from workbench.judgments.llm import generation as llm_generation
 from workbench.services import Services
 from workbench.store.indices import JUDGMENT_INDEX
 from workbench.store.repository import Repository
@@ -54,7 +54,7 @@ def generate(svc: Services, judgment_id: str) -> None:
     elif doc["type"] == "REFERENCE_JUDGMENT":
         ratings, metadata = reference_job.generate(svc, metadata, judgment_id, control)
     else:
-        ratings, metadata = llm_job.generate(svc, judgment_id, metadata, control)
+        ratings, metadata = llm_generation.generate(svc, judgment_id, metadata, control)
     control.check()
     write(repo, hit, {"status": "COMPLETED", "metadata": metadata, "judgmentRatings": ratings})
 
@@ -67,7 +67,7 @@ def retry(svc: Services, judgment_id: str) -> None:
         return
     control = JobControl(svc, JUDGMENT_INDEX, hit, "queries", in_metadata=True)
     control.check()
-    ratings, metadata = llm_job.retry_failed(svc, judgment_id, hit["_source"], control)
+    ratings, metadata = llm_generation.retry_failed(svc, judgment_id, hit["_source"], control)
     control.check()
     write(repo, hit, {"status": "COMPLETED", "metadata": metadata, "judgmentRatings": ratings})
 

@@ -13,11 +13,10 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from workbench.judges.ratings import RATING_TYPES, RELEVANT_IRRELEVANT, SCORE0_1
 from workbench.schemas.javafmt import double_to_string, java_string
 
-SCORE0_1 = "SCORE0_1"
-RELEVANT_IRRELEVANT = "RELEVANT_IRRELEVANT"
-RATING_TYPES = (SCORE0_1, RELEVANT_IRRELEVANT)
+__all__ = ["RATING_TYPES", "RELEVANT_IRRELEVANT", "SCORE0_1"]  # and the prompt builders below
 DEFAULT_TEMPLATE = "SearchText: {{searchText}}; Hits: {{hits}}"
 MAX_TEMPLATE_LENGTH = 10000
 

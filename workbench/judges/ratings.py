@@ -13,8 +13,12 @@ import math
 import re
 from typing import Any
 
-from workbench.judgments.llm.prompt import RATING_TYPES, SCORE0_1
 from workbench.schemas.javafmt import double_to_string
+
+#: the two rating types of LLM judgments: a score from 0 to 1, or relevant / irrelevant
+SCORE0_1 = "SCORE0_1"
+RELEVANT_IRRELEVANT = "RELEVANT_IRRELEVANT"
+RATING_TYPES = (SCORE0_1, RELEVANT_IRRELEVANT)
 
 BINARY_RATINGS = {"RELEVANT": "1.0", "IRRELEVANT": "0.0"}
 COMPOSITE_SEPARATOR = "::"

@@ -1,0 +1,120 @@
+"""An LLM judgment's run: rate every query's hits (``generate``) or the documents a run left
+unrated (``retry_failed``), here or spread over the workers (``split``), and fold the outcomes
+into the judgment's ratings, failures and usage. The rating itself is ``job.Judge``'s.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from workbench.jobs.base import JobFailed
+from workbench.jobs.control import JobControl
+from workbench.judgments import summary
+from workbench.judgments.llm import prompt, split
+from workbench.judgments.llm.job import (
+    Judge,
+    Usage,
+    assemble,
+    failure_list,
+    prepare,
+    rating_entries,
+)
+from workbench.judgments.retrieval import Target, load
+from workbench.querysets.entries import QueryEntry, read_entries
+from workbench.services import Services
+from workbench.store.indices import QUERY_SET_INDEX, SEARCH_CONFIG_INDEX
+from workbench.store.repository import Repository
+
+log = logging.getLogger(__name__)
+
+
+def _budget_outcome(judge: Judge, out: dict[str, Any]) -> None:
+    """Mark a run the budget stopped: ``budgetReached`` and the reason to read."""
+    if judge.budget is not None and judge.budget.reached:
+        out["budgetReached"] = True
+        out["lastFailureReason"] = judge.budget.reason
+        log.info("judgment budget: %s", judge.budget.reason)
+    else:
+        out.pop("budgetReached", None)
+
+
+def generate(svc: Services, judgment_id: str, metadata: dict[str, Any],
+             control: JobControl | None = None) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    judge, entries, targets = prepare(svc, metadata, control)
+    if control is not None:
+        control.check()
+    outcomes = split.rate(svc, judgment_id, judge, targets, control)
+    budget_reason = judge.budget.reason if judge.budget is not None else None
+    ratings, failed, reason = assemble(targets, outcomes, budget_reason)
+    out = dict(metadata)
+    out.update(totalQueries=len(entries), successfulQueries=len(entries) - failed,
+               failedQueries=failed, usage=judge.usage_metadata())
+    if failed and reason:
+        out["lastFailureReason"] = reason
+    _budget_outcome(judge, out)
+    if failed and not metadata.get("ignoreFailure"):
+        raise JobFailed(f"LLM judgment generation failed: {failed} of {len(entries)} queries "
+                        "could not be processed", {"lastFailureReason": reason})
+    log.info("judgment %s: %d queries, %d failed, %s", judgment_id, len(entries), failed,
+             out["usage"])
+    return ratings, out
+
+
+def retry_failed(svc: Services, judgment_id: str, doc: dict[str, Any],
+                 control: JobControl | None = None,
+                 ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """Rate again the documents listed in ``failures`` and merge the answers (§7.7); many
+    queries to retry are split over the workers as a generation is."""
+    metadata = doc.get("metadata") or {}
+    config_ids = metadata.get("searchConfigurationList") or []
+    if not config_ids:
+        raise JobFailed("Cannot retry: the judgment's metadata names no searchConfigurationList")
+    config = load(svc, SEARCH_CONFIG_INDEX, config_ids[0], "SearchConfiguration")
+    index = config["index"]
+    entries = doc.get("judgmentRatings") or []
+    wanted = sorted({f["docId"] for e in entries for f in e.get("failures") or []})
+    found = svc.client.mget(index=index, body={"ids": wanted})["docs"] if wanted else []
+    sources = {d["_id"]: d.get("_source") or {} for d in found if d.get("found")}
+    gone = [d for d in wanted if d not in sources]
+    if gone:
+        raise JobFailed(f"Cannot retry: document(s) no longer exist in index [{index}]: "
+                        f"[{', '.join(gone)}]")
+    by_key: dict[str, QueryEntry] = {}
+    query_set = Repository(svc.client, QUERY_SET_INDEX).get_source(metadata.get("querySetId", ""))
+    if query_set is not None:
+        by_key = {e.key: e for e in read_entries(query_set)}
+    judge = Judge(svc, metadata, index, control)
+    targets, owners = [], []
+    context_fields = judge.context_fields
+    for number, entry in enumerate(entries):
+        failures = [f["docId"] for f in entry.get("failures") or []]
+        if not failures:
+            continue
+        query_entry = by_key.get(entry["query"]) or read_entries(
+            {"querySetQueries": [{"queryText": entry["query"]}]})[0]
+        contexts = [(d, prompt.context_string(sources[d], context_fields)) for d in failures]
+        targets.append(Target(query_entry, contexts))
+        owners.append(number)
+    judge.use_cache(targets)
+    outcomes = split.rate(svc, judgment_id, judge, targets, control)
+    for number, target, outcome in zip(owners, targets, outcomes, strict=True):
+        entry = entries[number]
+        rated = {**target.known, **outcome.ratings}
+        entry["ratings"] = list(entry.get("ratings") or []) + rating_entries(target, outcome)
+        budget_reason = judge.budget.reason if judge.budget is not None else None
+        still = failure_list([d for d, _ in target.hits if d not in rated], outcome.unpaid,
+                             budget_reason)
+        if still:
+            entry["failures"] = still
+        else:
+            entry.pop("failures", None)
+    usage = Usage.from_metadata(metadata.get("usage"))
+    usage.add(judge.usage)
+    out = summary.recompute({**metadata, "usage": judge.usage_metadata(usage)}, entries)
+    out.pop("error", None)
+    out.pop("progress", None)  # left by a cancelled or failed earlier retry
+    if out.get("budgetReached") and out.get("lastFailureReason", "").startswith("budget"):
+        out.pop("lastFailureReason")  # the earlier run's stop, now retried
+    _budget_outcome(judge, out)
+    return entries, out
