@@ -9,7 +9,7 @@ from flask import Blueprint, Response
 
 from workbench.api import caller, json_body, json_response, services
 from workbench.api.creates import EXPERIMENT, Create
-from workbench.api.srw import (
+from workbench.api.entities import (
     cancel_if_running,
     cancel_job,
     delete_entity,

@@ -14,8 +14,7 @@ from opensearchpy.exceptions import ConflictError
 from workbench import agreement
 from workbench.api import caller, json_body, json_response, services
 from workbench.api.creates import JUDGMENT, Create
-from workbench.api.judgment_estimate import price_of
-from workbench.api.srw import (
+from workbench.api.entities import (
     cancel_if_running,
     cancel_job,
     delete_entity,
@@ -25,6 +24,7 @@ from workbench.api.srw import (
     repository,
     search_entities,
 )
+from workbench.api.judgment_estimate import price_of
 from workbench.errors import BadRequest, Conflict, NotFound
 from workbench.jobs.control import forget_cancel
 from workbench.jobs.queue import QueueUnavailable, enqueue

@@ -19,7 +19,7 @@ from typing import Any
 from flask import Blueprint, Response
 
 from workbench.api import caller, json_body, json_response, services
-from workbench.api.srw import repository
+from workbench.api.entities import repository
 from workbench.errors import BadRequest, Conflict, NotFound
 from workbench.llm.endpoints import EndpointPolicy
 from workbench.llm.secrets import SecretKeyMissing

@@ -6,7 +6,7 @@ from __future__ import annotations
 from flask import Blueprint, Response
 
 from workbench.api import caller, json_body, json_response, services
-from workbench.api.srw import (
+from workbench.api.entities import (
     delete_entity,
     get_entity,
     list_entities,

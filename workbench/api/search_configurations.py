@@ -6,7 +6,7 @@ from flask import Blueprint, Response
 
 from workbench.api import json_body, services
 from workbench.api.creates import SEARCH_CONFIGURATION, Create
-from workbench.api.srw import (
+from workbench.api.entities import (
     delete_entity,
     get_entity,
     list_entities,

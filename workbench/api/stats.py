@@ -12,7 +12,7 @@ from typing import Any
 from flask import Blueprint, Response, request
 
 from workbench.api import flag, json_response, services
-from workbench.api.srw import plugin_settings
+from workbench.api.entities import plugin_settings
 from workbench.errors import BadRequest, TextError
 from workbench.stats import EVENT_STATS, INFO_STATS, EventSnapshot, full_path
 
