@@ -25,6 +25,7 @@ from tests.conftest import JUDGE_MODEL
 from tests.support.api import Api
 from tests.support.llm_server import LLMServer
 from tests.support.processes import Server, Worker, helper_units, logs_since
+from tests.support.small_job import item_catalogue
 
 QUERIES = 12
 DOCS = 3
@@ -34,18 +35,7 @@ PARENT_DONE = re.compile(r"Task workbench\.judgments\.generate\[[^\]]+\] succeed
 @pytest.fixture(scope="module")
 def products(api: Api, direct: OpenSearch) -> Iterator[dict[str, Any]]:
     index = f"test-split-{uuid.uuid4().hex[:6]}"
-    direct.indices.create(index=index)
-    for q in range(QUERIES):
-        for d in range(DOCS):
-            direct.index(index=index, id=f"q{q}-d{d}",
-                         body={"title": f"item{q} {'red shoe' if d else 'blue hat'} {d}"})
-    direct.indices.refresh(index=index)
-    query_set = api.srw("PUT", "/query_sets", {"name": "split", "querySetQueries": [
-        {"queryText": f"item{q} red shoe"} for q in range(QUERIES)]}).json["query_set_id"]
-    config = api.srw("PUT", "/search_configurations", {
-        "name": "split", "index": index,
-        "query": '{"query":{"match":{"title":"%SearchText%"}}}'}).json["search_configuration_id"]
-    yield {"querySetId": query_set, "config": config}
+    yield item_catalogue(direct, api, index, QUERIES, DOCS)
     direct.indices.delete(index=index)
 
 

@@ -28,6 +28,7 @@ from tests.conftest import JUDGE_MODEL
 from tests.support.api import Api
 from tests.support.llm_server import LLMServer
 from tests.support.processes import Server, Worker
+from tests.support.small_job import item_catalogue
 
 QUERIES = 12
 DOCS = 3
@@ -52,18 +53,7 @@ def wapi(wenv: dict[str, str]) -> Iterator[Api]:
 @pytest.fixture(scope="module")
 def catalogue(wapi: Api, direct: OpenSearch) -> Iterator[dict[str, str]]:
     index = f"test-sup-{uuid.uuid4().hex[:6]}"
-    direct.indices.create(index=index)
-    for q in range(QUERIES):
-        for d in range(DOCS):
-            direct.index(index=index, id=f"q{q}-d{d}",
-                         body={"title": f"item{q} {'red shoe' if d else 'blue hat'} {d}"})
-    direct.indices.refresh(index=index)
-    query_set = wapi.srw("PUT", "/query_sets", {"name": "supervision", "querySetQueries": [
-        {"queryText": f"item{q} red shoe"} for q in range(QUERIES)]}).json["query_set_id"]
-    config = wapi.srw("PUT", "/search_configurations", {
-        "name": "supervision", "index": index,
-        "query": '{"query":{"match":{"title":"%SearchText%"}}}'}).json["search_configuration_id"]
-    yield {"querySetId": query_set, "config": config}
+    yield item_catalogue(direct, wapi, index, QUERIES, DOCS)
     direct.indices.delete(index=index)
 
 

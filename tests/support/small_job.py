@@ -66,3 +66,23 @@ def leases_gone(r: redis.Redis, judgment_id: str, timeout: float = 15) -> bool:
             return False
         time.sleep(0.1)
     return True
+
+
+def item_catalogue(client: OpenSearch, api: Api, index: str, queries: int,
+                   docs: int) -> dict[str, str]:
+    """``index`` with ``docs`` documents for each of ``queries`` items (``q<q>-d<d>``: one blue
+    hat, the rest red shoes), the query set "item<q> red shoe" and a configuration matching
+    titles: a judgment large enough to split. Returns ``querySetId`` and ``config``."""
+    client.indices.create(index=index)
+    for q in range(queries):
+        for d in range(docs):
+            client.index(index=index, id=f"q{q}-d{d}",
+                         body={"title": f"item{q} {'red shoe' if d else 'blue hat'} {d}"})
+    client.indices.refresh(index=index)
+    query_set = api.srw("PUT", "/query_sets", {"name": f"items {index}", "querySetQueries": [
+        {"queryText": f"item{q} red shoe"} for q in range(queries)]}).json["query_set_id"]
+    config = api.srw("PUT", "/search_configurations", {
+        "name": f"items {index}", "index": index,
+        "query": '{"query":{"match":{"title":"%SearchText%"}}}'}).json["search_configuration_id"]
+    return {"querySetId": str(query_set), "config": str(config)}
+
