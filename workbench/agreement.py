@@ -1,8 +1,8 @@
 """Agreement between two judgment lists: does a candidate (say an LLM list) rate like a reference
 (say an imported human list)?
 
-Pure computation over two ``judgmentRatings`` lists (srw-api.md §4.3); the route loads them.
-Choices, each made once here:
+Pure computation over two ``judgmentRatings`` lists (docs/contract.md, "Stored documents"); the
+route loads them. Choices, each made once here:
 
 * **Merging.** Within one list, entries whose query keys match (below) are merged: a query may
   repeat as separate entries. A (query, docId) rated more than once keeps its *last* rating in

@@ -1,4 +1,5 @@
-"""SRW event counters (srw-api.md §11), kept in Redis so every API process and worker shares them.
+"""SRW event counters (docs/contract.md, "Stats"), kept in Redis so every API process and worker
+shares them.
 
 Each counter has a total, per-minute buckets for the trailing five full minutes, and the time of
 its last event, as the plugin's ``TimestampedEventStat`` has.

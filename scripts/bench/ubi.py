@@ -6,8 +6,8 @@ Three ways to the same ratings, timed on the same index in the same run:
   (its VmHWM is that job's peak memory), timed from the PUT until it leaves PROCESSING;
 * the lower bound: the aggregation requests the job sends (``ubi_events.rank_counts`` and
   ``cells``), sent directly; only the time inside ``client.search`` counts;
-* the plugin's approach (srw-api.md §7.5.1): scroll every event (pages of 1000, five ``_source``
-  fields) and count in Python, in a subprocess of its own so its VmHWM is clean.
+* the plugin's approach (docs/algorithms.md, "COEC"): scroll every event (pages of 1000, five
+  ``_source`` fields) and count in Python, in a subprocess of its own so its VmHWM is clean.
 
 The shard request cache is off on the generated indices (see ``ubi_data.load``), so every run
 makes the cluster compute its aggregations again.
@@ -94,8 +94,8 @@ def aggregations(client: OpenSearch, index: str) -> tuple[float, int, int]:
 
 
 def scroll_coec(client: OpenSearch, index: str, max_rank: int) -> tuple[Ratings, dict[str, int]]:
-    """COEC exactly as srw-api.md §7.5.1 describes the plugin: a terms aggregation for the rank
-    CTRs, then every event matching F scrolled and counted per (query, document)."""
+    """COEC exactly as the plugin computes it (docs/algorithms.md, "COEC"): a terms aggregation for
+    the rank CTRs, then every event matching F scrolled and counted per (query, document)."""
     from workbench.judgments.click_models import format_rating
 
     query = {"bool": {"must": [{"range": {ORDINAL: {"lte": max_rank}}}]}}

@@ -1,6 +1,6 @@
-"""Replays what OpenSearch Dashboards' search-relevance plugin sends (dashboards-contract.md §1a,
-with the bodies of §2) and asserts every field its views read (§5), including the evaluation
-result and variant documents it searches directly."""
+"""Replays what OpenSearch Dashboards' search-relevance plugin sends (docs/contract.md,
+"Dashboards"), with the bodies it builds) and asserts every field its views read (docs/contract.md,
+"Dashboards"), including the evaluation result and variant documents it searches directly."""
 
 from __future__ import annotations
 
@@ -59,7 +59,8 @@ def validate_prompt(base: str, model_id: str) -> str:
 
 
 def single_hit(envelope: dict[str, Any]) -> dict[str, Any]:
-    """§5: get-by-id is a search envelope with exactly one hit whose _source.id equals _id."""
+    """Get-by-id (docs/contract.md, "Get by id"): is a search envelope with exactly one hit whose
+    _source.id equals _id."""
     assert {"took", "timed_out", "_shards", "hits"} <= set(envelope)
     (hit,) = envelope["hits"]["hits"]
     assert hit["_id"] == hit["_source"]["id"]
@@ -106,7 +107,7 @@ def catalogue(direct: OpenSearch) -> Any:
 def test_the_whole_dashboards_journey(api: Api, worker: Worker, llm: LLMServer,
                                       catalogue: str, direct: OpenSearch,
                                       ubi_data: None) -> None:
-    # -- §1b: pickers and lookups the forms make through the pass-through ------------------
+    # -- Dashboards: pickers and lookups the forms make through the pass-through ------------------
     rows = osd(api, "GET", "/_cat/indices", params={"format": "json"})
     assert catalogue in {r["index"] for r in rows} and all("uuid" in r for r in rows)
     assert osd(api, "GET", "/_remote/info") == {}

@@ -80,7 +80,8 @@ def esci(api: Api, env: dict[str, str], direct: OpenSearch, worker: Worker
 
 
 def reference_ndcg(doc_ids: list[str], ratings: dict[str, float], k: int) -> float:
-    """NDCG@k with exponential gain and log2 discount, by hand (srw-api.md §8.7)."""
+    """NDCG@k with exponential gain and log2 discount, by hand (docs/algorithms.md, "Pointwise
+    metrics")."""
     dcg = sum((2 ** ratings.get(d, 0.0) - 1) / math.log2(i + 2) for i, d in enumerate(doc_ids[:k]))
     ideal = sorted(ratings.values(), reverse=True)[:k]
     idcg = sum((2 ** r - 1) / math.log2(i + 2) for i, r in enumerate(ideal))
@@ -119,10 +120,11 @@ def test_pointwise_over_the_150_esci_queries(api: Api, esci: dict[str, Any],
             expected = reference_ndcg(ids, esci["ratings"].get(text, {}), K)
             values.append(expected)  # a query without hits counts as 0
             if not ids:
-                assert text not in mine, text  # §8.5: no hits, no evaluation result
+                # no hits, no evaluation result (docs/contract.md, "Evaluation results")
+                assert text not in mine, text
                 continue
             evaluation = mine[text]
-            # Shaped as Dashboards reads it (dashboards-contract.md §5).
+            # Shaped as Dashboards reads it (docs/contract.md, "Dashboards").
             assert {"id", "timestamp", "searchConfigurationId", "searchText", "judgmentIds",
                     "documentIds", "metrics", "experimentId"} <= set(evaluation)
             assert evaluation["judgmentIds"] == [esci["judgment"]]

@@ -121,7 +121,7 @@ def test_pointwise_reproduces_the_worked_example(api: Api, world: dict[str, Any]
     assert result["documentIds"] == ["b", "a", "y"]
     assert result["judgmentIds"] == [world["judgment"]]
     assert result["searchConfigurationId"] == world["by_rank"]
-    # §8.7: J = {a: 3, b: 1, c: 0, x: 2}, docIds = [b, a, y], k = 3.
+    # docs/algorithms.md, "Formulas": J = {a: 3, b: 1, c: 0, x: 2}, docIds = [b, a, y], k = 3.
     assert result["metrics"] == [
         {"metric": "Coverage@3", "value": 0.67}, {"metric": "Precision@3", "value": 0.33},
         {"metric": "Recall@3", "value": 1.0}, {"metric": "MAP@3", "value": 0.5},

@@ -11,7 +11,7 @@ import pytest
 from workbench.judgments.click_models import coec, format_rating, pbm, rank_ctr
 
 # --------------------------------------------------------------------------------------------
-# COEC, srw-api.md §7.5.1
+# COEC (docs/algorithms.md, "COEC")
 
 # maxRank = 3. Rank aggregates as the `positions` terms aggregation would return them:
 #   rank 0: 2 clicks / 10 impressions -> ctr 0.2
@@ -78,7 +78,7 @@ def test_coec_accepts_empty_input_and_refuses_misaligned_arrays() -> None:
 
 
 # --------------------------------------------------------------------------------------------
-# format_rating, srw-api.md §13 item 6
+# format_rating (docs/algorithms.md, "Rating format")
 
 
 @pytest.mark.parametrize("value, text", [

@@ -1,4 +1,4 @@
-"""HYBRID_OPTIMIZER fusion (srw-api.md §8.6) against hand-worked numbers.
+"""HYBRID_OPTIMIZER fusion (docs/algorithms.md, "Hybrid optimizer") against hand-worked numbers.
 
 Expected values are worked by hand in the comments. Where a test pins exact float32 bits, the
 hex literal is what a Java transcription of the neural-search formulas printed on JDK 17 and 25
@@ -344,7 +344,7 @@ def test_a_document_twice_in_one_subquery_is_refused() -> None:
 
 
 # --------------------------------------------------------------------------------------------
-# Variant grid (§8.6)
+# Variant grid (docs/algorithms.md, "Hybrid optimizer")
 
 
 def test_variant_grid_has_82_distinct_variants() -> None:
@@ -398,7 +398,8 @@ def test_every_variant_runs_and_builds_a_pipeline() -> None:
 
 
 # --------------------------------------------------------------------------------------------
-# experimentVariantParameters strings (§4.6, ExperimentVariant.getTextualParameters)
+# experimentVariantParameters strings (docs/contract.md, "Stored documents"; the plugin's
+# ExperimentVariant.getTextualParameters)
 
 
 @pytest.mark.parametrize(
@@ -432,7 +433,7 @@ def test_variant_parameter_strings_are_unique_across_the_grid() -> None:
 
 
 # --------------------------------------------------------------------------------------------
-# Temporary search pipelines (§8.6)
+# Temporary search pipelines (docs/algorithms.md, "Hybrid optimizer")
 
 
 def test_rrf_pipeline_body() -> None:

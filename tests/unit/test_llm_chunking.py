@@ -1,4 +1,4 @@
-"""Token counting and chunking of LLM judgment prompts (srw-api.md §7.4.3)."""
+"""Token counting and chunking of LLM judgment prompts (docs/algorithms.md, "Chunking")."""
 
 import random
 
@@ -20,14 +20,15 @@ SYSTEM = system_prompt(SCORE0_1)
 
 
 def prompt_tokens(hits, template=None, query="red shoes", custom=None, system=SYSTEM) -> int:
-    """Tokens of the whole messages string for one chunk: the quantity §7.4.3 limits."""
+    """Tokens of the whole messages string for one chunk: the quantity the chunking limits."""
     user = user_content(template, query, custom or {}, hits_json(hits))
     return count_tokens(messages_string(system, user))
 
 
 def naive_chunks(system, template, query, custom, hits, limit):
-    """§7.4.3 literally, re-tokenising the whole messages string after every added hit, plus
-    the workbench's one change: a hit that starts a new chunk is checked on its own too."""
+    """The chunking of docs/algorithms.md ("Chunking") literally, re-tokenising the whole messages
+    string after every added hit, plus the workbench's one change: a hit that starts a new chunk is
+    checked on its own too."""
     def tokens(chunk):
         return count_tokens(messages_string(system, user_content(
             template, query, custom, hits_json(chunk))))
@@ -152,7 +153,7 @@ def test_an_oversized_hit_after_a_filled_chunk_is_cut_to_the_limit_too() -> None
     assert len(chunks) == 2 and chunks[0] == [small]
     ((big_id, cut),) = chunks[1]
     assert big_id == "p::BIG" and big[1].startswith(cut) and len(cut) < len(big[1])
-    # Cut by the excess as §7.4.3 cuts a first hit: within a token or two of the limit, since
+    # Cut by the excess as the chunking cuts a first hit: within a token or two of the limit, since
     # tokens at the cut may merge differently once the text is JSON-escaped in the prompt.
     assert limit - 5 <= prompt_tokens(chunks[1]) <= limit + 2
 

@@ -1,4 +1,4 @@
-"""Reading ratings from LLM judge answers (srw-api.md §7.3.4, §13.24)."""
+"""Reading ratings from LLM judge answers (docs/algorithms.md, "Parsing")."""
 
 import pytest
 
@@ -114,7 +114,7 @@ def test_the_last_rating_of_a_repeated_id_wins() -> None:
 @pytest.mark.parametrize("raw, stored", [
     ("1", "1.0"), ("0", "0.0"), ("0.85", "0.85"), ("1e-5", "1.0E-5"), ("1E+2", "100.0"),
     ("0.001", "0.001"), ("0.0001", "1.0E-4"), ("12345678.9", "1.23456789E7"), ("-0.5", "-0.5"),
-    ("1.50", "1.5"), ("7", "7.0"),  # no range check (§13.23)
+    ("1.50", "1.5"), ("7", "7.0"),  # no range check (docs/algorithms.md, "Parsing")
 ])
 def test_numbers_are_stored_as_java_double_strings(raw, stored) -> None:
     assert score(f'[{{"id": "i::B01", "rating_score": {raw}}}]') == {"B01": stored}

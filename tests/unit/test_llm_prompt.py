@@ -1,4 +1,4 @@
-"""Prompt building for LLM judgments (srw-api.md §7.2, §7.3.2–§7.3.3, §7.4.1), hand-worked."""
+"""Prompt building for LLM judgments (docs/algorithms.md, "Prompt"), hand-worked."""
 
 import json
 

@@ -1,4 +1,5 @@
-"""Pairwise similarity of two result lists (srw-api.md §8.4), hand-worked and randomised."""
+"""Pairwise similarity of two result lists (docs/algorithms.md, "Pairwise metrics"), hand-worked and
+randomised."""
 
 from __future__ import annotations
 
@@ -11,7 +12,8 @@ from workbench.metrics import frequency_weighted, jaccard, pairwise_metrics, rbo
 
 
 def rbo_by_hand(a: list[str], b: list[str], p: float) -> float:
-    """§8.4 literally: prefix sets rebuilt at every depth, p^(d-1) weights."""
+    """The RBO of docs/algorithms.md ("Pairwise metrics") literally: prefix sets rebuilt at every
+    depth, p^(d-1) weights."""
     depth = max(len(a), len(b))
     total = 0.0
     for d in range(1, depth + 1):

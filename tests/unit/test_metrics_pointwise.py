@@ -1,4 +1,5 @@
-"""Pointwise metrics (srw-api.md §8.7): hand-worked lists and a loop reference on random inputs."""
+"""Pointwise metrics (docs/algorithms.md, "Pointwise metrics"): hand-worked lists and a loop
+reference on random inputs."""
 
 from __future__ import annotations
 
@@ -32,7 +33,7 @@ from workbench.metrics import (
 LOG2_3 = math.log2(3)
 
 # --------------------------------------------------------------------------------------------
-# The worked example of §8.7
+# A worked example (docs/algorithms.md, "Formulas")
 
 EXAMPLE_J = {"a": 3.0, "b": 1.0, "c": 0.0, "x": 2.0}
 EXAMPLE_DOCS = ["b", "a", "y"]
@@ -178,8 +179,9 @@ def test_more_results_than_k_only_coverage_sees_them_all() -> None:
 
 
 def test_fewer_results_than_k_precision_divides_by_n() -> None:
-    # §13 item 26: two results, both relevant: Precision@10 = 1; R = 3 keeps Recall below 1.
-    # Ratings [1, 2, 2]: P90 = sorted[ceil(2.7) - 1] = 2, T = 2, relevant {a, b}; c (1) is not.
+    # Precision divides by min(k, n) (docs/algorithms.md, "Formulas"): two results, both relevant:
+    # Precision@10 = 1; R = 3 keeps Recall below 1. Ratings [1, 2, 2]: P90 = sorted[ceil(2.7) - 1] =
+    # 2, T = 2, relevant {a, b}; c (1) is not.
     values = metrics(["a", "b"], {"a": 2.0, "b": 2.0, "c": 1.0, "d": 2.0}, 10)
     assert values["Precision"] == 1.0
     assert values["Recall"] == pytest.approx(2 / 3)
@@ -216,7 +218,7 @@ def test_bad_k_is_refused(k: object) -> None:
 
 
 def test_esci_ratings_stay_finite_and_huge_dcg_is_kept() -> None:
-    # §13 item 23: ratings are raw, 2^100 is finite. T = max(50, P90 = 100) = 100 -> only a.
+    # Ratings are raw, 2^100 is finite. T = max(50, P90 = 100) = 100 -> only a.
     judgments = validate_ratings({"a": "100.000", "b": "10.000", "c": "1.000", "d": "0.000"})
     values = dict(evaluate(["b", "a", "e"], judgments, 3))
     assert all(math.isfinite(v) for v in values.values())
@@ -375,7 +377,7 @@ def test_metric_error_is_a_value_error() -> None:
 
 
 # --------------------------------------------------------------------------------------------
-# Loop reference, written here from §8.7 independently of the module
+# Loop reference, written here from docs/algorithms.md ("Formulas") independently of the module
 
 
 def ref_threshold(ratings: list[float]) -> float:

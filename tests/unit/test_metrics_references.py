@@ -1,9 +1,9 @@
 """Pointwise metrics against independent IR evaluation tools, on random inputs with fixed seeds.
 
-NDCG@k of §8.7 is the "exponential-gain" nDCG of the TREC Web track and of Burges et al.:
-gain 2^rel - 1 at rank i discounted by log2(i + 1), divided by the same sum over the ideal
-ordering of ALL judged documents of the query (retrieved or not) cut at k, 0 when that is 0. Two
-tools compute exactly this:
+NDCG@k (docs/algorithms.md, "Formulas") is the "exponential-gain" nDCG of the TREC Web track and of
+Burges et al.: gain 2^rel - 1 at rank i discounted by log2(i + 1), divided by the same sum over the
+ideal ordering of ALL judged documents of the query (retrieved or not) cut at k, 0 when that is 0.
+Two tools compute exactly this:
 
 * ir_measures ``nDCG(dcg='exp-log2')@k``, answered by its gdeval provider (the TREC 2010 Web
   track's ``gdeval.pl``): gain ``2**rel - 1``, discount ``log(i + 1)`` relative to ``log 2``
@@ -17,7 +17,7 @@ tools compute exactly this:
 Both read a run as a scored set (no repeated ids) and order it by score, so the random runs have
 distinct ids with descending scores. Ratings are random integers, as both tools require.
 
-Precision, Recall, MAP and MRR of §8.7 do NOT coincide with trec_eval's in general (the dynamic
+Precision, Recall, MAP and MRR of that page do NOT coincide with trec_eval's in general (the dynamic
 threshold T, Precision dividing by min(k, n), Recall and MAP over R of the whole judgment set, MRR
 cut at k). They coincide on a sub-domain: integer ratings, relevance level max(1, ceil(T)), and
 exactly k results (then min(k, n) = k and trec_eval's uncut recip_rank sees the same k results).

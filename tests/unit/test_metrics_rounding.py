@@ -1,4 +1,4 @@
-"""Two-decimal rounding as Java's Math.round(x * 100) / 100 (srw-api.md §8.4, §8.7, §13 item 6)."""
+"""Two-decimal rounding as Java's Math.round(x * 100) / 100 (docs/algorithms.md, "Rounding")."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Reading stored query-set entries, including the 3.1 ``query#reference`` forms (§4.1)."""
+"""Reading stored query-set entries, including the 3.1 ``query#reference`` forms (docs/contract.md,
+"Entries")."""
 
 from workbench.querysets.entries import QueryEntry, read_entries
 

@@ -1,4 +1,5 @@
-"""The §5.1 text rules and Java's number formatting, against hand-worked cases."""
+"""The text rules (docs/contract.md, "Text rules") and Java's number formatting, against hand-worked
+cases."""
 
 import pytest
 

@@ -112,7 +112,8 @@ def cancel_job(index: str, entity_id: str, what: str, running: tuple[str, ...]) 
 
 
 def refuse_if_used(field: str, entity_id: str, what: str) -> None:
-    """409 when an experiment references the entity (§1.7 referential integrity)."""
+    """409 when an experiment references the entity (docs/contract.md, "Delete and referential
+    integrity")."""
     ids = repository(EXPERIMENT_INDEX).ids_where(field, entity_id, limit=3)
     if ids:
         raise Conflict(

@@ -223,7 +223,8 @@ def edit_ratings(entity_id: str) -> Response:
 
 def _threshold(body: dict[str, Any], field: str, ratings: list[dict[str, Any]]) -> float:
     """The given threshold, else the experiments' relevance rule over the list's ratings
-    (max(half the highest rating, the 90th percentile), §8.7)."""
+    (max(half the highest rating, the 90th percentile), docs/algorithms.md, "Relevance
+    threshold")."""
     value = body.get(field)
     if value is not None:
         if isinstance(value, bool) or not isinstance(value, (int, float)):

@@ -1,5 +1,6 @@
-"""Scheduled experiments: ``POST|GET /experiments/schedule``, ``GET|DELETE .../{id}`` (§9).
-The job's id is the experiment's id, as Dashboards looks it up by the experiment."""
+"""Scheduled experiments: ``POST|GET /experiments/schedule``, ``GET|DELETE .../{id}``
+(docs/contract.md, "Scheduled experiments"). The job's id is the experiment's id, as Dashboards
+looks it up by the experiment."""
 
 from __future__ import annotations
 

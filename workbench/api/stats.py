@@ -1,4 +1,4 @@
-"""``GET /stats[/{stat}]`` and ``GET /{nodeId}/stats[/{stat}]`` (srw-api.md §11).
+"""``GET /stats[/{stat}]`` and ``GET /{nodeId}/stats[/{stat}]`` (docs/contract.md, "Stats").
 
 The workbench is one "node" whose counters every API process and worker share (in Redis); its
 22-character id is kept with the plugin settings.

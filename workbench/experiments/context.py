@@ -63,7 +63,8 @@ class RunContext:
 
     def __post_init__(self) -> None:
         self.entries = read_entries(self.query_set)
-        # Per judgment, the first row of each query (the lookup §8.5 describes), indexed once.
+        # Per judgment, the first row of each query (docs/contract.md, "Evaluation results"),
+        # indexed once.
         for judgment in self.judgments:
             rows: dict[str, dict[str, Any]] = {}
             for row in judgment.get("judgmentRatings") or []:
@@ -92,7 +93,8 @@ class RunContext:
 
     def ratings(self, entry: QueryEntry) -> dict[str, float]:
         """docId -> rating for one query over every judgment of the experiment (later lists win);
-        the plain query text is looked up first, then the LLM key with custom fields (§13.4)."""
+        the plain query text is looked up first, then the LLM key with custom fields
+        (docs/contract.md, "Judgment cache")."""
         cached = self._ratings.get(entry.key)
         if cached is not None:
             return cached
@@ -112,7 +114,8 @@ class RunContext:
                        doc_ids: list[str], metrics: list[dict[str, Any]],
                        variant_id: str | None, parameters: str | None,
                        took: int | None) -> dict[str, Any]:
-        """A ``search-relevance-evaluation-result`` document (§4.6), optional keys omitted."""
+        """A ``search-relevance-evaluation-result`` document (docs/contract.md, "Stored documents"),
+        optional keys omitted."""
         doc: dict[str, Any] = {
             "id": evaluation_id,
             "timestamp": now_iso(),

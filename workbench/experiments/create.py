@@ -1,4 +1,5 @@
-"""Checking a ``PUT /experiments`` body and building the PROCESSING document (srw-api.md §8.2)."""
+"""Checking a ``PUT /experiments`` body and building the PROCESSING document (docs/contract.md,
+"Creating experiments")."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
-"""HYBRID_OPTIMIZER (srw-api.md §6.4, §8.6): the 82 normalisation/combination variants of a
-two-clause ``hybrid`` query, each evaluated like a pointwise run.
+"""HYBRID_OPTIMIZER (docs/contract.md, "Hybrid constraints"; docs/algorithms.md, "Hybrid
+optimizer"): the 82 normalisation/combination variants of a two-clause ``hybrid`` query, each
+evaluated like a pointwise run.
 
 With the neural-search plugin the cluster combines the scores (a temporary search pipeline per
 variant, as the plugin does). Without it the workbench runs each sub-query as an ordinary search

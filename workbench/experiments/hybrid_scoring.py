@@ -1,9 +1,10 @@
 """HYBRID_OPTIMIZER scoring: the 82-variant grid and neural-search's hybrid score fusion, in Python.
 
 The plugin runs a two-clause ``hybrid`` query under a temporary search pipeline per variant
-(srw-api.md §8.6). A cluster without the neural-search plugin cannot run ``hybrid`` queries, so
-the workbench runs each clause as an ordinary search and fuses the hit lists here, following the
-newest neural-search ``main`` sources (paths under ``src/main/java/org/opensearch/neuralsearch/``):
+(docs/algorithms.md, "Hybrid optimizer"). A cluster without the neural-search plugin cannot run
+``hybrid`` queries, so the workbench runs each clause as an ordinary search and fuses the hit lists
+here, following the newest neural-search ``main`` sources (paths under
+``src/main/java/org/opensearch/neuralsearch/``):
 
 * normalization-processor: ``processor/NormalizationProcessorWorkflow.java`` normalises every
   sub-query over all its collected hits, then ``processor/combination/ScoreCombiner.java``
@@ -57,11 +58,11 @@ _FLOAT_MAX_VALUE = _F32(3.4028235e38)  # Java Float.MAX_VALUE, the seed of min-m
 
 
 # --------------------------------------------------------------------------------------------
-# Variant grid, parameter strings, pipelines (srw-api.md §8.6)
+# Variant grid, parameter strings, pipelines (docs/algorithms.md, "Hybrid optimizer")
 
 
 def variant_grid() -> list[dict[str, Any]]:
-    """The 82 variants of §8.6 in a stable order.
+    """The 82 variants (docs/algorithms.md, "Hybrid optimizer") in a stable order.
 
     Five RRF variants (one per rank constant), then ``min_max`` and ``l2`` x arithmetic /
     geometric / harmonic mean x 11 weights, then ``z_score`` x ``arithmetic_mean`` x 11 weights
@@ -83,7 +84,8 @@ def variant_grid() -> list[dict[str, Any]]:
 
 
 def variant_parameters_string(params: Mapping[str, Any]) -> str:
-    """The evaluation result's ``experimentVariantParameters`` (§4.6, §8.6).
+    """The evaluation result's ``experimentVariantParameters`` (docs/algorithms.md, "Hybrid
+    optimizer").
 
     Follows the plugin's ``ExperimentVariant.getTextualParameters`` (search-relevance,
     ``model/ExperimentVariant.java``): ``key=value`` pairs joined by ``", "`` in the order
@@ -106,7 +108,7 @@ def variant_parameters_string(params: Mapping[str, Any]) -> str:
 
 
 def pipeline_body(params: Mapping[str, Any]) -> dict[str, Any]:
-    """The temporary search pipeline of §8.6 for clusters that have neural-search.
+    """The temporary search pipeline of a variant, for clusters that have neural-search.
 
     RRF puts ``rank_constant`` directly in the combination clause, where
     ``RRFProcessorFactory`` reads it. Weights are sent as the rounded decimals; neural-search

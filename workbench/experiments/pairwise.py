@@ -1,4 +1,5 @@
-"""PAIRWISE_COMPARISON (srw-api.md §8.4): how much the top results of two configurations agree."""
+"""PAIRWISE_COMPARISON (docs/algorithms.md, "Pairwise metrics"): how much the top results of two
+configurations agree."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""POINTWISE_EVALUATION (srw-api.md §8.5): IR metrics of each configuration against judgments.
+"""POINTWISE_EVALUATION (docs/contract.md, "Evaluation results"): IR metrics of each configuration
+against judgments.
 
 Writes one evaluation result and one variant per (query, configuration), where Dashboards reads
 them, and returns the experiment's ``results`` index into them.
@@ -20,8 +21,8 @@ TYPE = "POINTWISE_EVALUATION"
 
 def metrics_docs(lists: list[tuple[list[str], dict[str, float]]],
                  k: int) -> list[list[dict[str, Any]]]:
-    """The §8.7 metric set and HitRate@k of each (doc ids, ratings), computed together and
-    rounded only here, where it is written."""
+    """The metric set (docs/algorithms.md, "Pointwise metrics") and HitRate@k of each (doc ids,
+    ratings), computed together and rounded only here, where it is written."""
     return [[{"metric": name, "value": round_metric(value)} for name, value in metrics]
             for metrics in evaluate_many(lists, k)]
 

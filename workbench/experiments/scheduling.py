@@ -1,4 +1,5 @@
-"""Scheduled experiments (srw-api.md §9): cron validation, the scheduler loop and a scheduled run.
+"""Scheduled experiments (docs/contract.md, "Scheduled experiments"): cron validation, the scheduler
+loop and a scheduled run.
 
 ``workbench scheduler`` polls the job index; each fire time is claimed in Redis with SET NX, so
 any number of schedulers fire a job once. A run writes a history document and evaluation results

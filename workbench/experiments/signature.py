@@ -1,5 +1,6 @@
-"""Input fingerprints of an experiment (srw-api.md §8.10): SHA-256 of canonical JSON of its query
-set, judgments and search configurations, to tell later whether the inputs have drifted."""
+"""Input fingerprints of an experiment (docs/contract.md, "Input signature"): SHA-256 of canonical
+JSON of its query set, judgments and search configurations, to tell later whether the inputs have
+drifted."""
 
 from __future__ import annotations
 

@@ -31,7 +31,7 @@ class ExperimentTask(WorkbenchTask):
     status_index = EXPERIMENT_INDEX
 
     def error_fields(self, reason: str, exc: BaseException) -> dict[str, Any]:
-        """§8.3: ERROR, and the reason as the only result."""
+        """ERROR (docs/contract.md, "Experiment lifecycle"), and the reason as the only result."""
         return {"status": "ERROR", "results": [{"error": reason}]}
 
 

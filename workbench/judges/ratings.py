@@ -1,4 +1,4 @@
-"""Reading ratings out of an LLM judge's answer (srw-api.md §7.3.4, §13.24).
+"""Reading ratings out of an LLM judge's answer (docs/algorithms.md, "Parsing").
 
 Models answer in many shapes, with or without structured output: the requested
 ``{"ratings": [...]}`` object, a bare array, one rating object, JSON in a markdown fence, or

@@ -3,10 +3,11 @@
 Pure numpy: the caller runs the OpenSearch aggregations and hands over plain arrays, so the
 arithmetic here can be tested without services and stays linear in the size of its input.
 
-* :func:`rank_ctr` and :func:`coec` are COEC (Clicks Over Expected Clicks) exactly as srw-api.md
-  §7.5.1 describes it (steps 1 and 3).
+* :func:`rank_ctr` and :func:`coec` are COEC (Clicks Over Expected Clicks) exactly as the plugin
+  computes it, steps 1 and 3 (docs/algorithms.md, "COEC").
 * :func:`pbm` fits the position-based model (PBM) by expectation-maximisation.
-* :func:`format_rating` writes a rating the way the plugin stores it (srw-api.md §13 item 6).
+* :func:`format_rating` writes a rating the way the plugin stores it (docs/algorithms.md, "Rating
+  format").
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""Checking a ``PUT /judgments`` body and building the PROCESSING document (srw-api.md §7.1–7.6).
+"""Checking a ``PUT /judgments`` body and building the PROCESSING document (docs/contract.md,
+"Judgments").
 
 Everything that can be checked before the job runs is checked here, so bad input is a 4xx with
 the contract's message and nothing is stored.

@@ -1,4 +1,4 @@
-"""IMPORT_JUDGMENT: ratings made outside the workbench (srw-api.md §7.6)."""
+"""IMPORT_JUDGMENT: ratings made outside the workbench (docs/contract.md, "Imported judgments")."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The summary counters of an LLM judgment's metadata (srw-api.md §7.2)."""
+"""The summary counters of an LLM judgment's metadata (docs/contract.md, "LLM judgments")."""
 
 from __future__ import annotations
 

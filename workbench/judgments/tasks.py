@@ -24,7 +24,8 @@ class JudgmentTask(WorkbenchTask):
     status_index = JUDGMENT_INDEX
 
     def error_fields(self, reason: str, exc: BaseException) -> dict[str, Any]:
-        """§7.1: ERROR, the reason as the whole metadata, no ratings."""
+        """ERROR (docs/contract.md, "Judgment lifecycle"), the reason as the whole metadata, no
+        ratings."""
         return {"status": "ERROR", "metadata": {"error": reason, **extra_metadata(exc)},
                 "judgmentRatings": []}
 

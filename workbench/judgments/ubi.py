@@ -1,4 +1,4 @@
-"""UBI_JUDGMENT: ratings from user clicks with a click model (srw-api.md §7.5).
+"""UBI_JUDGMENT: ratings from user clicks with a click model (docs/contract.md, "UBI judgments").
 
 ``coec`` is the plugin's clicks-over-expected-clicks; ``pbm`` is the position-based model fitted
 by EM on the same counts. Both read only aggregated counts (``store.ubi_events``).

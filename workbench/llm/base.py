@@ -30,7 +30,8 @@ _ESCAPES = str.maketrans({"\\": "\\\\", '"': '\\"', "\n": "\\n", "\r": "\\r", "\
 
 
 def json_escape(text: str) -> str:
-    """Escape text the way the plugin does (§7.3.3): only backslash, quote, LF, CR and tab."""
+    """Escape text the way the plugin does (docs/algorithms.md, "Prompt"): only backslash, quote,
+    LF, CR and tab."""
     return text.translate(_ESCAPES)
 
 
@@ -44,7 +45,8 @@ def messages_string(system: str, user: str) -> str:
 
 @dataclass(frozen=True)
 class ChatRequest:
-    """One prompt; ``response_format`` is the §7.4.1 json_schema dict, None for the fallback."""
+    """One prompt; ``response_format`` is the json_schema dict of docs/algorithms.md ("Calling the
+    model"), None for the fallback."""
 
     system: str
     user: str

@@ -188,7 +188,8 @@ class BedrockChatModel:
 
 
 def _tool_schema(response_format: dict[str, Any]) -> tuple[str, dict[str, Any]]:
-    """Name and JSON schema of the §7.4.1 response format, for Bedrock's tool definition."""
+    """Name and JSON schema of the structured-output response format (docs/algorithms.md, "Calling
+    the model"), for Bedrock's tool definition."""
     json_schema = response_format.get("json_schema")
     if not isinstance(json_schema, dict) or not isinstance(json_schema.get("schema"), dict):
         raise ValueError("response_format must be {'type': 'json_schema', 'json_schema': {...}}")

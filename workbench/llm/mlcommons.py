@@ -1,4 +1,5 @@
-"""A model deployed in the cluster's ML Commons plugin, called the way the Java plugin does (§7.4).
+"""A model deployed in the cluster's ML Commons plugin, called the way the Java plugin does
+(docs/algorithms.md, "Calling the model").
 
 Used for every model id the workbench has not registered itself, so judgments created against a
 cluster's remote models keep working unchanged.
@@ -45,7 +46,7 @@ UNRECOGNISED_SHAPE = (
 
 
 def predict_parameters(request: ChatRequest) -> dict[str, str]:
-    """The ``parameters`` of the _predict body (§7.4.1); connectors pick the ones they use."""
+    """The ``parameters`` of the _predict body; connectors pick the ones they use."""
     parameters = {
         "messages": messages_string(request.system, request.user),
         "system_prompt": json_escape(request.system),
@@ -57,7 +58,7 @@ def predict_parameters(request: ChatRequest) -> dict[str, str]:
 
 
 def model_text(data: Any) -> tuple[str, dict[str, Any]]:
-    """The model's text from a _predict answer (§7.4.2), with the dataAsMap it came from.
+    """The model's text from a _predict answer, with the dataAsMap it came from.
 
     Raises ValueError with the contract's exact message when the shape is not understood.
     """

@@ -1,8 +1,9 @@
 """Pure numpy metric functions and their name registry (no Flask, Celery or OpenSearch here).
 
-- ``pointwise``: §8.7 metrics and HitRate@k of one ranked list (``evaluate``) or many
-  (``evaluate_many``).
-- ``pairwise``: §8.4 similarity of two lists (``pairwise_metrics``).
+- ``pointwise``: the metrics of docs/algorithms.md ("Pointwise metrics") and HitRate@k of one ranked
+  list (``evaluate``) or many (``evaluate_many``).
+- ``pairwise``: the similarity of docs/algorithms.md ("Pairwise metrics") of two lists
+  (``pairwise_metrics``).
 - ``rounding``: the plugin's two-decimal rounding, lenient (``round2``) or strict
   (``round_metric``).
 - ``registry``: ``"NDCG@10"`` <-> (``"NDCG"``, 10) <-> function.

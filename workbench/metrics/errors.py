@@ -6,6 +6,6 @@ from __future__ import annotations
 class MetricError(ValueError):
     """An evaluation cannot produce metrics: a rating or a metric value is not a finite number.
 
-    The message is the contract's (srw-api.md §8.7); experiment code stores it as the reason of a
-    failed evaluation.
+    The message is the contract's (docs/algorithms.md, "Formulas"); experiment code stores it as the
+    reason of a failed evaluation.
     """

@@ -1,4 +1,5 @@
-"""Similarity of two result lists for PAIRWISE_COMPARISON experiments (srw-api.md §8.4).
+"""Similarity of two result lists for PAIRWISE_COMPARISON experiments (docs/algorithms.md, "Pairwise
+metrics").
 
 Values are unrounded; ``rounding.round2`` makes them what the plugin stores. Sums and weights are
 accumulated in the plugin's order (RBO's weight multiplied by p at each depth) so values round the

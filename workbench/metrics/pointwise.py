@@ -1,4 +1,5 @@
-"""Pointwise evaluation metrics of one ranked result list against graded judgments (§8.7).
+"""Pointwise evaluation metrics of one ranked result list against graded judgments
+(docs/algorithms.md, "Pointwise metrics").
 
 Every metric is one function over numpy arrays laid out by rank along the last axis, so the same
 function serves one list (1-D arrays) and a batch of lists (2-D arrays, one row per query, padded
@@ -29,7 +30,7 @@ from workbench.schemas.javafmt import double_to_string, java_string
 
 FloatArray = npt.NDArray[np.float64]
 
-# The §8.7 metric set, in the order the plugin writes it. ``True``: the name carries ``@k``.
+# The plugin's metric set, in the order the plugin writes it. ``True``: the name carries ``@k``.
 PLUGIN_METRIC_ORDER: tuple[tuple[str, bool], ...] = (
     ("Coverage", True),
     ("Precision", True),
@@ -87,8 +88,9 @@ def coverage(judged: npt.ArrayLike, n: npt.ArrayLike | None = None) -> FloatArra
 def precision(relevant: npt.ArrayLike, depth: npt.ArrayLike | None = None) -> FloatArray:
     """Precision@k = (#relevant in the first min(k, n)) / min(k, n); 0 if min(k, n) = 0.
 
-    Divides by the number of results looked at, not by k (§13 item 26): two results, both
-    relevant, give Precision@10 = 1. ``relevant``: bool (..., w) for the first min(k, n) results;
+    Divides by the number of results looked at, not by k (docs/algorithms.md, "Formulas"): two
+    results, both relevant, give Precision@10 = 1. ``relevant``: bool (..., w) for the first min(k,
+    n) results;
     ``depth``: min(k, n) per list (defaults to w).
     """
     flags = np.asarray(relevant, dtype=bool)
@@ -225,7 +227,8 @@ _JAVA_HEX = re.compile(
 
 
 def validate_ratings(judgments: Mapping[str, Any]) -> dict[str, float]:
-    """Parse every rating as a finite float, or fail naming the first bad one (§8.7).
+    """Parse every rating as a finite float, or fail naming the first bad one (docs/algorithms.md,
+    "Formulas").
 
     Strings follow Java's ``Double.parseDouble`` (``"0.7"``, ``" 100.000 "``, ``"1e2"``, ``"3d"``;
     not Python-only forms such as ``"1_0"``); numbers are taken as they are; booleans and other
@@ -292,7 +295,7 @@ def plugin_metric_names(k: int) -> list[str]:
 def evaluate(
     doc_ids: Sequence[str], judgments: Mapping[str, float], k: int
 ) -> list[tuple[str, float]]:
-    """The §8.7 metric set of one result list, then HitRate@k, in order, unrounded.
+    """The plugin's metric set of one result list, then HitRate@k, in order, unrounded.
 
     ``doc_ids``: result ids in rank order (n of them; Coverage uses all n, the rest the first
     min(k, n)); ``judgments``: doc id -> finite rating (see ``validate_ratings``); ``k``: the

@@ -92,12 +92,13 @@ def function(name: str) -> Callable[..., Any]:
 
 def pointwise_names(k: int) -> list[str]:
     """The names experiments write, in order: ``Coverage@k, Precision@k, Recall@k, MAP@k, MRR,
-    DCG@k, NDCG@k`` (§8.7), then ``HitRate@k``."""
+    DCG@k, NDCG@k`` (docs/algorithms.md, "Formulas"), then ``HitRate@k``."""
     return [format_name(base, k if info.at_k else None) for base, info in POINTWISE.items()]
 
 
 def pairwise_names() -> list[str]:
-    """The §8.4 names in order: ``jaccard, rbo50, rbo90, frequencyWeighted``."""
+    """The pairwise names (docs/algorithms.md, "Pairwise metrics") in order: ``jaccard, rbo50,
+    rbo90, frequencyWeighted``."""
     return list(PAIRWISE)
 
 

@@ -1,6 +1,6 @@
 """Two-decimal rounding of metric values, as the plugin's ``Math.round(x * 100) / 100``.
 
-Two paths (srw-api.md §8.4, §8.7, §13 item 6): the pairwise path rounds anything and turns NaN
+Two paths (docs/algorithms.md, "Rounding"): the pairwise path rounds anything and turns NaN
 into 0 (what ``Math.round`` does); the pointwise path refuses a value that is not finite or too
 large for ``x * 100`` to fit in a Java ``long``, so a corrupt metric never looks like a score.
 """

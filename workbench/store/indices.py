@@ -1,4 +1,5 @@
-"""The names of the indices the workbench reads and writes (srw-api.md §0, §4), in one place."""
+"""The names of the indices the workbench reads and writes (docs/contract.md, "Indices"), in one
+place."""
 
 from opensearchpy import OpenSearch
 from opensearchpy.exceptions import NotFoundError

@@ -1,4 +1,5 @@
-"""The LLM judgment cache (``.plugins-search-relevance-judgment-cache``, srw-api.md §4.7, §7.3.9).
+"""The LLM judgment cache (``.plugins-search-relevance-judgment-cache``, docs/contract.md, "Judgment
+cache").
 
 A rating is keyed by everything that shapes the LLM's answer: the query (with its custom
 fields), the document, the context fields, the model, and the prompt template with the rating

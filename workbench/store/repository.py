@@ -1,7 +1,7 @@
 """One repository per entity index: create, get, list, search, delete, with the SRW shapes.
 
-Reads answer OpenSearch's own search-response envelopes (srw-api.md §1.4–1.7); a missing index
-reads as empty. Every write refreshes, so it is visible as soon as the call returns.
+Reads answer OpenSearch's own search-response envelopes (docs/contract.md, "HTTP conventions"); a
+missing index reads as empty. Every write refreshes, so it is visible as soon as the call returns.
 """
 
 from __future__ import annotations

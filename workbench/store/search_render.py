@@ -1,4 +1,5 @@
-"""Turn a search configuration and one query into the search the cluster runs (srw-api.md §6).
+"""Turn a search configuration and one query into the search the cluster runs (docs/contract.md,
+"Rendering").
 
 ``render`` is the one place this happens; judgments and experiments call it for every query.
 """

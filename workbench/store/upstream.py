@@ -24,7 +24,7 @@ from workbench.errors import ClusterTimeout, ClusterUnavailable
 
 CHUNK = 64 * 1024
 
-# RFC 9110 §7.6.1 hop-by-hop headers, plus those the proxy itself sets or must not forward.
+# RFC 9110 section 7.6.1 hop-by-hop headers, plus those the proxy itself sets or must not forward.
 HOP_BY_HOP = frozenset(
     {
         "connection",

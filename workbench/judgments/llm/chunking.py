@@ -1,4 +1,4 @@
-"""Token counting and chunking of the hits sent to the LLM judge (srw-api.md §7.4.3).
+"""Token counting and chunking of the hits sent to the LLM judge (docs/algorithms.md, "Chunking").
 
 The plugin counts cl100k_base tokens of the whole ``messages`` string after adding each hit and
 starts a new chunk when ``tokenLimit`` is exceeded. Doing that literally re-tokenises the whole
@@ -109,7 +109,8 @@ def chunk_hits(
     hits: Sequence[Hit],
     token_limit: int,
 ) -> list[list[Hit]]:
-    """Split ``hits`` into prompts of at most ``token_limit`` tokens, as §7.4.3 defines it.
+    """Split ``hits`` into prompts of at most ``token_limit`` tokens, as docs/algorithms.md
+    ("Chunking") describes.
 
     Hits are added in order; when the messages string of the chunk plus the next hit exceeds the
     limit, the chunk is emitted and the hit starts a new one; a hit too big on its own has its

@@ -64,8 +64,8 @@ def generate(svc: Services, judgment_id: str, metadata: dict[str, Any],
 def retry_failed(svc: Services, judgment_id: str, doc: dict[str, Any],
                  control: JobControl | None = None,
                  ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    """Rate again the documents listed in ``failures`` and merge the answers (§7.7); many
-    queries to retry are split over the workers as a generation is."""
+    """Rate again the documents listed in ``failures`` and merge the answers (docs/contract.md,
+    "Retry"); many queries to retry are split over the workers as a generation is."""
     metadata = doc.get("metadata") or {}
     config_ids = metadata.get("searchConfigurationList") or []
     if not config_ids:

@@ -1,4 +1,5 @@
-"""LLM_JUDGMENT: retrieve, reuse, chunk, ask the model, parse (srw-api.md §7.2–7.4, §7.7).
+"""LLM_JUDGMENT: retrieve, reuse, chunk, ask the model, parse (docs/contract.md, "LLM judgments";
+docs/algorithms.md, "LLM judgments").
 
 Every chunk of every query becomes one task of a thread pool bounded by
 ``WORKBENCH_LLM_CONCURRENCY``, so a job's wall time approaches calls x latency / concurrency.
@@ -37,7 +38,8 @@ RATIONALE_INSTRUCTION = (
 
 
 def response_format_with_rationale(rating_type: str) -> dict[str, Any]:
-    """The §7.4.1 schema with a required ``rationale`` string in each rating."""
+    """The structured-output schema (docs/algorithms.md, "Calling the model") with a required
+    ``rationale`` string in each rating."""
     schema = prompt.response_format(rating_type)
     item = schema["json_schema"]["schema"]["properties"]["ratings"]["items"]
     item["properties"]["rationale"] = {"type": "string"}
@@ -279,8 +281,8 @@ class Judge:
             self.budget.settle(held, input_tokens, output_tokens)
 
     def _chunk(self, entry: QueryEntry, chunk: list[tuple[str, str]]) -> ChunkAnswer | None:
-        """One chunk: structured output first, then once without it (§7.4.1); None when the
-        job was cancelled before a call."""
+        """One chunk: structured output first, then once without it (docs/algorithms.md, "Calling
+        the model"); None when the job was cancelled before a call."""
         usage = Usage()
         user = self.user_message(entry, chunk)
         # Counted only for a budget's reservation (tokenising is a large part of a call's CPU).

@@ -1,4 +1,4 @@
-"""What the LLM judge is sent (srw-api.md §7.2, §7.3.2–§7.3.3, §7.4.1).
+"""What the LLM judge is sent (docs/algorithms.md, "Prompt").
 
 Pure string building: the system prompt per rating type, the user content from a prompt template,
 the hits JSON, the ``messages`` string and the structured-output schema. JSON text is written the
@@ -97,7 +97,8 @@ def system_prompt(rating_type: str) -> str:
 
 
 def validate_template(template: str | None) -> str | None:
-    """The §7.2 error for a prompt template, or None; None/blank is valid (the default is used)."""
+    """The validation error (docs/contract.md, "LLM judgments") for a prompt template, or None;
+    None/blank is valid (the default is used)."""
     if template is None or _is_java_blank(template):
         return None
     if _utf16_length(template) > MAX_TEMPLATE_LENGTH:
@@ -110,7 +111,8 @@ def validate_template(template: str | None) -> str | None:
 
 
 def validate_rating_type(value: Any) -> str | None:
-    """The §7.2 error for ``llmJudgmentRatingType``, or None; None means the default."""
+    """The validation error (docs/contract.md, "LLM judgments") for ``llmJudgmentRatingType``, or
+    None; None means the default."""
     if value is None or (isinstance(value, str) and value in RATING_TYPES):
         return None
     return (
@@ -146,9 +148,10 @@ def json_value(value: Any) -> str:
 
 
 def context_string(source: Mapping[str, Any] | None, context_fields: Sequence[str]) -> str:
-    """A hit's context (§7.3.2 step 5): the listed top-level fields that exist, else all of it.
+    """A hit's context (docs/algorithms.md, "Prompt"): the listed top-level fields that exist, else
+    all of it.
 
-    Fields come out in ``context_fields`` order (the plugin uses hash order; §13.7).
+    Fields come out in ``context_fields`` order (the plugin uses hash order).
     """
     source = source or {}
     if context_fields:
@@ -217,12 +220,13 @@ def user_content_parts(
 def user_content(
     template: str | None, query_text: str, custom_fields: Mapping[str, str], hits_json: str,
 ) -> str:
-    """The user message (§7.3.3): the template filled in, or the plugin's no-template forms."""
+    """The user message (docs/algorithms.md, "Prompt"): the template filled in, or the plugin's
+    no-template forms."""
     return hits_json.join(user_content_parts(template, query_text, custom_fields))
 
 
 def response_format(rating_type: str) -> dict[str, Any]:
-    """The §7.4.1 structured-output spec.
+    """The structured-output spec (docs/algorithms.md, "Calling the model").
 
     ``json.dumps(result, separators=(",", ":"))`` is the plugin's string byte for byte.
     """
