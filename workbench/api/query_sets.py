@@ -16,12 +16,11 @@ from workbench.api.entities import (
     refuse_if_used,
     repository,
     search_entities,
-    text_field,
 )
-from workbench.errors import BadRequest, Conflict
+from workbench.errors import Conflict
 from workbench.querysets import sampling
-from workbench.querysets.entries import QuerySetLimitExceeded, parse_manual
-from workbench.schemas.text import DESCRIPTION_LIMIT, LEGACY_LIMIT, NAME_LIMIT, text_error
+from workbench.schemas.body import load
+from workbench.schemas.query_sets import ManualQuerySetSchema, SampledQuerySetSchema
 from workbench.store.indices import QUERY_SET_INDEX
 from workbench.store.repository import now_iso
 
@@ -30,27 +29,13 @@ INDEX = QUERY_SET_INDEX
 bp = Blueprint("query_sets", __name__, url_prefix="/query_sets")
 
 
-def _name_and_description(body: dict[str, Any], name_limit: int,
-                          description_limit: int) -> tuple[str, str]:
-    name = text_field(body, "name")
-    error = text_error(name, name_limit)
-    if error:
-        raise BadRequest(f"Invalid name: {error}")
-    description = text_field(body, "description")
-    if description is not None:
-        error = text_error(description, description_limit)
-        if error:
-            raise BadRequest(f"Invalid description: {error}")
-    return name.strip(), (description or "").strip()
-
-
-def _store(create: Create, body: dict[str, Any], name: str, description: str,
-           sampling_name: str, entries: list[dict[str, Any]]) -> Response:
+def _store(create: Create, body: dict[str, Any], fields: dict[str, Any],
+           entries: list[dict[str, Any]]) -> Response:
     doc = {
         "id": create.id,
-        "name": name,
-        "description": description,
-        "sampling": sampling_name,
+        "name": fields["name"],
+        "description": fields["description"],
+        "sampling": fields["sampling"],
         "timestamp": now_iso(),
         "querySetQueries": entries,
     }
@@ -59,18 +44,18 @@ def _store(create: Create, body: dict[str, Any], name: str, description: str,
                           "query_set_result": str(result["result"]).upper()})
 
 
+def _maximum() -> int:
+    maximum: int = plugin_settings().value("query_set.maximum")
+    return maximum
+
+
 @bp.put("")
 def put_query_set() -> Response:
     body = json_body()
     assert body is not None
     create = Create(QUERY_SET)
-    name, description = _name_and_description(body, NAME_LIMIT, DESCRIPTION_LIMIT)
-    sampling_name = body.get("sampling", "manual")
-    if sampling_name != "manual":
-        raise BadRequest(f"Support sampling as manual only. sampling: {sampling_name}")
-    maximum = plugin_settings().value("query_set.maximum")
-    entries = parse_manual(body.get("querySetQueries"), maximum)
-    return _store(create, body, name, description, "manual", entries)
+    fields = load(ManualQuerySetSchema(maximum=_maximum()), body)
+    return _store(create, body, fields, fields["querySetQueries"])
 
 
 @bp.post("")
@@ -78,17 +63,9 @@ def post_query_set() -> Response:
     body = json_body()
     assert body is not None
     create = Create(QUERY_SET)
-    name, description = _name_and_description(body, LEGACY_LIMIT, LEGACY_LIMIT)
-    sampler = body.get("sampling", "pptss")
-    size = _query_set_size(body.get("querySetSize", 10))
-    if size > plugin_settings().value("query_set.maximum"):
-        raise QuerySetLimitExceeded()
-    index = body.get("ubiQueriesIndex") or "ubi_queries"
-    if not isinstance(index, str):
-        raise BadRequest("Field 'ubiQueriesIndex' must be a string")
-    if sampler not in sampling.SAMPLERS:
-        raise BadRequest(f"Unknown sampler type: {sampler}")
+    fields = load(SampledQuerySetSchema(maximum=_maximum()), body)
     client = services().client
+    index, size, sampler = fields["ubiQueriesIndex"], fields["querySetSize"], fields["sampling"]
     if not sampling.index_is_usable(client, index):
         raise Conflict("UBI queries index does not exist")
     if sampler == "topn":
@@ -98,17 +75,7 @@ def post_query_set() -> Response:
     else:
         queries = sampling.pptss(client, index, size)
     entries = [{"queryText": q, "customFields": {}} for q in queries]
-    return _store(create, body, name, description, sampler, entries)
-
-
-def _query_set_size(raw: Any) -> int:
-    """A JSON number, truncated to an integer as the plugin does; it must be positive."""
-    if isinstance(raw, bool) or not isinstance(raw, (int, float)):
-        raise BadRequest("querySetSize must be a number")
-    size = int(raw)
-    if size <= 0:
-        raise BadRequest(f"querySetSize must be a positive integer, got: {raw}")
-    return size
+    return _store(create, body, fields, entries)
 
 
 @bp.get("")

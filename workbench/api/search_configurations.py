@@ -13,10 +13,10 @@ from workbench.api.entities import (
     refuse_if_used,
     repository,
     search_entities,
-    text_field,
 )
 from workbench.errors import BadRequest
-from workbench.schemas.text import DESCRIPTION_LIMIT, NAME_LIMIT, text_error
+from workbench.schemas.body import load
+from workbench.schemas.search_configurations import SearchConfigurationSchema
 from workbench.store.indices import SEARCH_CONFIG_INDEX, index_exists
 from workbench.store.repository import now_iso
 from workbench.store.search_render import query_error
@@ -31,36 +31,17 @@ def put_search_configuration() -> Response:
     body = json_body()
     assert body is not None
     create = Create(SEARCH_CONFIGURATION)
-    name = text_field(body, "name")
-    error = text_error(name, NAME_LIMIT)
-    if error:
-        raise BadRequest(f"Invalid name: {error}")
-    description = text_field(body, "description")
-    if description is not None:
-        error = text_error(description, DESCRIPTION_LIMIT)
-        if error:
-            raise BadRequest(f"Invalid description: {error}")
-    index = text_field(body, "index")
-    if not index or not index.strip():
-        raise BadRequest("index is required")
-    query = body.get("query")
-    error = query_error(query)
-    if error:
-        raise BadRequest(error)
-    assert isinstance(query, str)
-    # A named search pipeline need not exist yet (the plugin does not check either): a job
-    # that runs the configuration checks it and ends ERROR naming it.
-    pipeline = text_field(body, "searchPipeline") or ""
-    if not index_exists(services().client, index.strip()):
-        raise BadRequest(f"Index [{index}] does not exist in the cluster")
+    fields = load(SearchConfigurationSchema(query_check=query_error), body)
+    if not index_exists(services().client, fields["index"]):
+        raise BadRequest(f"Index [{body['index']}] does not exist in the cluster")
     doc = {
         "id": create.id,
-        "name": name.strip(),
+        "name": fields["name"],
         "timestamp": now_iso(),
-        "index": index.strip(),
-        "query": query.strip(),
-        "searchPipeline": pipeline.strip(),
-        "description": (description or "").strip(),
+        "index": fields["index"],
+        "query": fields["query"],
+        "searchPipeline": fields["searchPipeline"],
+        "description": fields["description"],
     }
     result = create.store(repository(INDEX), doc, body)
     return create.answer({"search_configuration_id": doc["id"],

@@ -1,4 +1,5 @@
-"""Query-set entries: parsing what clients send (§5.2) and reading what is stored (§4.1)."""
+"""Query-set entries: reading what is stored (§4.1). What clients send (§5.2) is checked by
+workbench/schemas/query_sets.py."""
 
 from __future__ import annotations
 
@@ -6,12 +7,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from workbench.errors import BadRequest
-from workbench.schemas import request_json
 from workbench.schemas.javafmt import java_string
-from workbench.schemas.text import query_set_key_error, query_set_value_error
-
-FIELD = "querySetQueries"
 
 
 @dataclass(frozen=True)
@@ -32,87 +28,6 @@ class QueryEntry:
             return self.query_text
         return self.query_text + "#" + json.dumps(self.custom_fields, separators=(",", ":"),
                                                   ensure_ascii=False)
-
-
-def _as_list(raw: Any) -> list[Any]:
-    """Dashboards may send the queries as one string: a JSON array, NDJSON, or one per line.
-    Such a string must hold at least one query (a blank one is not an empty set)."""
-    if isinstance(raw, list):
-        return raw
-    if isinstance(raw, str):
-        text = raw.strip()
-        if not text:
-            raise BadRequest("querySetQueries must hold at least one query, got an empty string")
-        if text.startswith("["):
-            try:
-                parsed = request_json.loads(text, FIELD)
-            except ValueError:
-                raise BadRequest("querySetQueries is not a valid JSON array") from None
-            if isinstance(parsed, list):
-                return parsed
-        items: list[Any] = []
-        for number, line in enumerate(raw.splitlines(), start=1):
-            line = line.strip()
-            if not line:
-                continue
-            if line.startswith("{"):
-                try:
-                    items.append(request_json.loads(line, f"{FIELD}[{len(items)}]"))
-                except ValueError:
-                    raise BadRequest(f"querySetQueries line {number} is not valid JSON") from None
-            else:
-                items.append({"queryText": line})
-        return items
-    raise BadRequest("querySetQueries must be a list of query objects")
-
-
-def parse_manual(raw: Any, maximum: int) -> list[dict[str, Any]]:
-    """Validate the PUT body's ``querySetQueries`` and return the entries to store.
-
-    Raises ``QuerySetLimitExceeded`` (403) when there are more than ``maximum`` entries.
-    """
-    if raw is None:
-        raise BadRequest("querySetQueries is required")
-    items = _as_list(raw)
-    if len(items) > maximum:
-        raise QuerySetLimitExceeded()
-    entries = []
-    for item in items:
-        if item is None:
-            raise BadRequest("Query object cannot be null")
-        if isinstance(item, str):
-            item = {"queryText": item}
-        if not isinstance(item, dict):
-            raise BadRequest("Query object must be a JSON object with queryText")
-        if item.get("queryText") is None:
-            raise BadRequest("queryText is required")
-        query_text = java_string(item["queryText"])
-        error = query_set_value_error(query_text)
-        if error:
-            raise BadRequest(f"Invalid queryText: {error}")
-        custom: dict[str, str] = {}
-        for key, value in item.items():
-            if key == "queryText" or value is None:
-                continue
-            text = java_string(value)
-            key_error = query_set_key_error(key)
-            if key_error:
-                raise BadRequest(f"Invalid field name '{key}': {key_error}")
-            if text:
-                value_error = query_set_value_error(text)
-                if value_error:
-                    raise BadRequest(f"Invalid value for field '{key}': {value_error}")
-            custom[key] = text
-        entries.append({"queryText": query_text, "customFields": custom})
-    return entries
-
-
-class QuerySetLimitExceeded(BadRequest):
-    status = 403
-    error_type = "search_relevance_exception"
-
-    def __init__(self) -> None:
-        super().__init__("Query Set Limit Exceeded.")
 
 
 def read_entries(doc: dict[str, Any]) -> list[QueryEntry]:

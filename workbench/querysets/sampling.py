@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 from opensearchpy import OpenSearch
 
+from workbench.schemas import query_sets
 from workbench.store.indices import index_exists
 
 FIELD = "user_query"
@@ -22,7 +23,7 @@ NON_EMPTY = {
         "must_not": [{"term": {FIELD: ""}}],
     }
 }
-SAMPLERS = ("pptss", "topn", "random")
+SAMPLERS = query_sets.SAMPLERS
 
 
 def topn(client: OpenSearch, index: str, size: int) -> list[str]:

@@ -1,0 +1,88 @@
+"""Request bodies as marshmallow schemas, and the ONE place their errors become a ``BadRequest``.
+
+A body's first error (in the order its schema declares its fields) is the request's 400, with the
+exact reason the plugin gives. A field may also fail with a workbench error of its own (a 403
+limit, an unreachable cluster while reading a limit): it is raised as it is, but only when no
+earlier field failed, so a body is answered as if its fields were checked one by one.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from marshmallow import EXCLUDE, Schema, ValidationError, fields, missing
+
+from workbench.errors import BadRequest
+from workbench.schemas.text import text_error
+
+
+class BodySchema(Schema):
+    """A request body: unknown fields are ignored, as the plugin ignores them."""
+
+    class Meta:
+        unknown = EXCLUDE
+
+
+class BodyField(fields.Field):
+    """A field that checks its raw value itself (``check``): an absent field is ``None``, and an
+    exception other than a ``ValidationError`` becomes this field's error, kept as it is."""
+
+    def check(self, value: Any) -> Any:
+        return value
+
+    def deserialize(self, value: Any, attr: str | None = None,
+                    data: Any = None, **kwargs: Any) -> Any:
+        try:
+            return self.check(None if value is missing else value)
+        except ValidationError:
+            raise
+        except Exception as exc:
+            raise ValidationError([exc]) from exc
+
+
+def string_field(value: Any, name: str) -> str | None:
+    """A field that must be a string when present (Java casts it; a wrong type is a 400 here)."""
+    if value is not None and not isinstance(value, str):
+        raise ValidationError(f"Field '{name}' must be a string")
+    return value
+
+
+class Text(BodyField):
+    """A name or description: a string under the text rules (schemas/text.py), stripped.
+    ``optional``: absent or null is allowed and loads as ``""``."""
+
+    def __init__(self, name: str, limit: int, optional: bool = False, **kwargs: Any) -> None:
+        super().__init__(data_key=name, **kwargs)
+        self.label, self.limit, self.optional = name, limit, optional
+
+    def check(self, value: Any) -> str:
+        value = string_field(value, self.label)
+        if value is None and self.optional:
+            return ""
+        error = text_error(value, self.limit)
+        if error:
+            raise ValidationError(f"Invalid {self.label}: {error}")
+        assert isinstance(value, str)
+        return value.strip()
+
+
+def load(schema: Schema, body: dict[str, Any]) -> dict[str, Any]:
+    """``body`` loaded by ``schema``; its first error, in field order, raised as a
+    ``BadRequest`` with the field's exact reason (or as the workbench error the field raised)."""
+    try:
+        result: dict[str, Any] = schema.load(body)
+    except ValidationError as exc:
+        raise _first_error(schema, exc.messages) from None
+    return result
+
+
+def _first_error(schema: Schema, messages: Any) -> Exception:
+    if isinstance(messages, dict):
+        order = [field.data_key or name for name, field in schema.fields.items()]
+        keys = [k for k in order if k in messages] + [k for k in messages if k not in order]
+        return _first_error(schema, messages[keys[0]])
+    if isinstance(messages, list):
+        return _first_error(schema, messages[0])
+    if isinstance(messages, Exception):
+        return messages
+    return BadRequest(str(messages))
