@@ -1,4 +1,4 @@
-"""The request bodies of query sets (srw-api.md §5.2): ``PUT`` (manual) and ``POST`` (sampled).
+"""The request bodies of query sets: ``PUT`` (manual) and ``POST`` (sampled).
 
 ``maximum`` is the ``query_set.maximum`` plugin setting: more queries than that is a 403
 (``QuerySetLimitExceeded``), checked before the queries themselves, as the plugin does.

@@ -1,4 +1,4 @@
-"""The request body of a search configuration (srw-api.md §6): ``PUT /search_configurations``.
+"""The request body of a search configuration: ``PUT /search_configurations``.
 
 Whether ``query`` can be sent is the store's rule (store/search_render.query_error, a layer
 above this one): the schema is given it as ``query_check``, and calls it in field order.
