@@ -1,4 +1,4 @@
-"""Query-set samplers over a UBI queries index (srw-api.md §5.3–5.6).
+"""Query-set samplers over a UBI queries index (docs/algorithms.md, "Query-set samplers").
 
 Every sampler asks the cluster for counts with aggregations; no sampler reads the query
 documents one by one, so they work the same on a thousand or a hundred million UBI queries.

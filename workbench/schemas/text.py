@@ -1,4 +1,5 @@
-"""The SRW text rules (srw-api.md §5.1): one validator, several length limits, exact messages."""
+"""The SRW text rules (docs/contract.md, "Text rules"): one validator, several length limits,
+exact messages."""
 
 from __future__ import annotations
 
@@ -25,7 +26,7 @@ def text_error(value: Any, limit: int) -> str | None:
     """The first rule ``value`` breaks, or None.
 
     Unlike the Java regex (whose ``.`` stops at line terminators), quotes, backslashes and angle
-    brackets are refused anywhere in the text (srw-api.md §13.5 recommends this).
+    brackets are refused anywhere in the text (docs/contract.md, "Text rules").
     """
     if value is None:
         return "Text cannot be null"
