@@ -1,5 +1,5 @@
-"""Query-set entries: reading what is stored (§4.1). What clients send (§5.2) is checked by
-workbench/schemas/query_sets.py."""
+"""Query-set entries: reading what is stored (docs/contract.md, "Entries"). What clients send
+is checked by workbench/schemas/query_sets.py."""
 
 from __future__ import annotations
 
