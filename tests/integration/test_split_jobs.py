@@ -174,7 +174,7 @@ def test_a_killed_parent_is_run_again_and_keeps_the_units_already_done(
     """SIGKILL of the worker running the job itself, once some units are done: the lease
     sweeper queues the job again, the new run finds the same units (the same work names the
     same run) and asks the model only about those not done."""
-    llm.latency = 0.5
+    llm.latency = 1.5  # a unit takes a while: the kill comes while units remain, not after
     r = redis.Redis.from_url(redis_url)
     calls = llm.calls
     judgment_id = start(crew["api"], body(products))
@@ -189,6 +189,9 @@ def test_a_killed_parent_is_run_again_and_keeps_the_units_already_done(
         time.sleep(0.05)
     victim = next(w for w in crew["workers"] if parent in _tree(w))
     _kill(_tree(victim))
+    llm.latency = 0.0
+    # The kill came before the run was merged (its units are still in Redis).
+    assert list(r.scan_iter(f"wb:fan:llm_judgment:{judgment_id}:*:units")), done_units
     _replace(crew, victim)
     done = finished(crew["api"], judgment_id, timeout=180)
     assert _all_rated(done), done
