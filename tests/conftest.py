@@ -153,7 +153,7 @@ def ubi_data(direct: OpenSearch, env: dict[str, str]) -> None:
 
 def load_ubi(env: dict[str, str]) -> None:
     from workbench.config import Config
-    from workbench.demo import load_demo
+    from workbench.demo.load import load_demo
 
     load_demo(Config.from_env(env), None, "", str(ESCI / "ubi_queries_events.ndjson"))
 

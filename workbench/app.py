@@ -32,8 +32,8 @@ from workbench.errors import (
     unreachable_reason,
 )
 from workbench.jobs.celery_app import configure as configure_celery
-from workbench.logs import setup_logging
 from workbench.services import Services
+from workbench.telemetry.logs import setup_logging
 
 log = logging.getLogger(__name__)
 

@@ -15,13 +15,13 @@ from workbench.config import Config
 from workbench.llm.registry import Registry, load_registry
 from workbench.llm.runtime import StoredModels
 from workbench.llm.secrets import SecretBox
-from workbench.stats import EventStats
 from workbench.store.bootstrap import ensure_indices
 from workbench.store.client import make_client
 from workbench.store.identity import NOBODY, as_service
 from workbench.store.models import ModelStore
 from workbench.store.plugin_settings import PluginSettings
 from workbench.store.upstream import Upstream
+from workbench.telemetry.event_stats import EventStats
 
 log = logging.getLogger(__name__)
 

@@ -17,10 +17,10 @@ What is measured, and why this way:
   ``judgments/_compare`` by default) use on this list, ``max(0.5 x max, P90)`` per query, which
   on ESCI's 100/10/1/0 (Exact/Substitute/Complement/Irrelevant) ratings keeps only Exact; ``es``
   counts Exact and Substitute, ESCI's own reading.
-* **Figures** are ``workbench.agreement.compare`` of the human list against the judge's scores
-  cut at the judge's threshold (the same calls as the judge's ``relevant``), next to the trivial
-  judge that calls everything relevant. A threshold sweep shows the best a judge could do if its
-  threshold were tuned on these very labels (an upper bound, not a fair estimate).
+* **Figures** are ``workbench.judgments.agreement.compare`` of the human list against the
+  judge's scores cut at the judge's threshold (the same calls as the judge's ``relevant``), next
+  to the trivial judge that calls everything relevant. A threshold sweep shows the best a judge
+  could do if its threshold were tuned on these very labels (an upper bound, not a fair estimate).
 * **Ranking configurations** (with ``--opensearch-url``): the catalogue goes into a throwaway
   index, a few search configurations answer every query, and each labeller ranks them by mean
   Precision@k (people: the hits they rated relevant, an unrated hit counting as not relevant as
@@ -48,9 +48,9 @@ from typing import Any
 import numpy as np
 from scipy.stats import kendalltau
 
-from workbench.agreement import binary_agreement, compare, merge
 from workbench.judges import Hit, Query, Setup
 from workbench.judges import registry as judges
+from workbench.judgments.agreement import binary_agreement, compare, merge
 from workbench.metrics import relevance_threshold
 
 REPO = Path(__file__).resolve().parents[2]
@@ -243,7 +243,7 @@ def rank_configurations(url: str, products: Path, queries: Sequence[str],
     from opensearchpy import OpenSearch
 
     from workbench.config import Config
-    from workbench.demo import load_demo
+    from workbench.demo.load import load_demo
 
     client = OpenSearch(hosts=[url], timeout=300)
     throwaway = index is None

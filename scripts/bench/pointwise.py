@@ -11,7 +11,7 @@ from scripts.bench.common import Bench, Result, timed, wait_status
 from tests.support.api import Api
 from tests.support.data import ESCI, UBI_SAMPLE
 from workbench.config import Config
-from workbench.demo import load_demo
+from workbench.demo.load import load_demo
 from workbench.querysets.entries import read_entries
 from workbench.store.search import msearch
 from workbench.store.search_render import RenderedSearch, render

@@ -1,4 +1,5 @@
-"""Log redaction: the cost of ``workbench.logs.redact`` as its input grows from 1 KB to 1 MB.
+"""Log redaction: the cost of ``workbench.telemetry.logs.redact`` as its input grows from 1 KB
+to 1 MB.
 
 A quadratic pattern once let one request value hang an API worker (50,000 characters cost 4.5 s).
 Every pattern must now be linear: for each worst-case shape the ratio of the cost at one size to
@@ -22,7 +23,7 @@ from collections.abc import Callable
 from itertools import pairwise
 
 from scripts.bench.common import Bench, Result
-from workbench.logs import MAX_MESSAGE_CHARS, RedactingFilter, redact
+from workbench.telemetry.logs import MAX_MESSAGE_CHARS, RedactingFilter, redact
 
 NAME = "redaction"
 SIZES = (1_000, 10_000, 100_000, 1_000_000)

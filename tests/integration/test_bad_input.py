@@ -22,8 +22,8 @@ from opensearchpy import OpenSearch
 
 from tests.support.api import SRW, Api, Reply
 from tests.support.processes import Server
-from workbench.logs import MAX_MESSAGE_CHARS
 from workbench.schemas.request_json import MAX_DEPTH, MAX_STRING_CHARS
+from workbench.telemetry.logs import MAX_MESSAGE_CHARS
 
 MB = 1_000_000
 QUERY = '{"query":{"match":{"title":"%SearchText%"}}}'

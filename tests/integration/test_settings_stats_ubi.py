@@ -13,7 +13,7 @@ from opensearchpy import OpenSearch
 
 from tests.support.api import Api
 from tests.support.processes import Server
-from workbench.stats import EventStats
+from workbench.telemetry.event_stats import EventStats
 
 WB = "plugins.search_relevance."
 DISABLED = "Search Relevance Workbench is disabled"

@@ -26,8 +26,8 @@ from sklearn.metrics import (
     recall_score,
 )
 
-from workbench import agreement
-from workbench.agreement import compare, ordinal_levels, query_key
+from workbench.judgments import agreement
+from workbench.judgments.agreement import compare, ordinal_levels, query_key
 
 ESCI: list[float] = [0, 1, 10, 100]
 LLM = [round(0.1 * i, 1) for i in range(11)]

@@ -8,7 +8,7 @@ import pytest
 
 from workbench.config import Config, ConfigError, redact_url, settings_table
 from workbench.errors import BadRequest, NotFound, envelope, snake_case
-from workbench.logs import RedactingFilter, redact
+from workbench.telemetry.logs import RedactingFilter, redact
 
 
 def test_defaults_without_environment() -> None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import logging
 
-from workbench.logs import (
+from workbench.telemetry.logs import (
     MAX_MESSAGE_CHARS,
     MAX_TRACEBACK_CHARS,
     RedactingFilter,

@@ -11,7 +11,6 @@ import numpy as np
 from flask import Blueprint, Response, request
 from opensearchpy.exceptions import ConflictError
 
-from workbench import agreement
 from workbench.api import caller, json_body, json_response, services
 from workbench.api.creates import JUDGMENT, Create
 from workbench.api.entities import (
@@ -28,7 +27,7 @@ from workbench.api.judgment_estimate import price_of
 from workbench.errors import BadRequest, Conflict, NotFound
 from workbench.jobs.control import forget_cancel
 from workbench.jobs.queue import QueueUnavailable, enqueue
-from workbench.judgments import summary
+from workbench.judgments import agreement, summary
 from workbench.judgments.create import new_judgment
 from workbench.metrics import relevance_threshold
 from workbench.schemas.javafmt import double_to_string

@@ -14,7 +14,7 @@ from flask import Blueprint, Response, request
 from workbench.api import flag, json_response, services
 from workbench.api.entities import plugin_settings
 from workbench.errors import BadRequest, TextError
-from workbench.stats import EVENT_STATS, INFO_STATS, EventSnapshot, full_path
+from workbench.telemetry.event_stats import EVENT_STATS, INFO_STATS, EventSnapshot, full_path
 
 bp = Blueprint("stats", __name__)
 

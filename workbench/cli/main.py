@@ -10,7 +10,7 @@ import sys
 from typing import Any
 
 from workbench.config import Config, ConfigError
-from workbench.logs import setup_logging
+from workbench.telemetry.logs import setup_logging
 
 log = logging.getLogger("workbench")
 
@@ -224,7 +224,7 @@ def _try_init_indices(config: Config) -> None:
 
 
 def _load_demo(config: Config, args: argparse.Namespace) -> int:
-    from workbench.demo import load_demo
+    from workbench.demo.load import load_demo
 
     if not args.products and not args.ubi:
         print("workbench load-demo: give --products and/or --ubi", file=sys.stderr)
@@ -263,7 +263,7 @@ def _show_config(config: Config, args: argparse.Namespace) -> int:
 
 
 def _status(config: Config, _: argparse.Namespace) -> int:
-    from workbench.health import check_all
+    from workbench.cli.health import check_all
 
     ok = True
     for name, (healthy, detail) in check_all(config).items():

@@ -7,7 +7,7 @@
   (compare each hit with the query's reference answers; ``embedding`` runs the sentence model).
 
 The jobs that build judgment lists are in ``workbench.judgments``; how two lists agree is in
-``workbench.agreement``; scoring a result list on the spot is ``workbench.evaluation``.
+``workbench.judgments.agreement``; scoring a result list on the spot is ``workbench.evaluation``.
 """
 
 from workbench.judges.base import (

@@ -20,7 +20,7 @@ from typing import Any, Protocol, TypeVar
 import urllib3
 
 from workbench.llm.endpoints import EndpointRefused
-from workbench.logs import redact
+from workbench.telemetry.logs import redact
 
 log = logging.getLogger(__name__)
 
