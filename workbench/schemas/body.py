@@ -13,7 +13,7 @@ from typing import Any
 from marshmallow import EXCLUDE, Schema, ValidationError, fields, missing
 
 from workbench.errors import BadRequest
-from workbench.schemas.text import text_error
+from workbench.schemas.text import DESCRIPTION_LIMIT, NAME_LIMIT, text_error
 
 
 class BodySchema(Schema):
@@ -24,14 +24,18 @@ class BodySchema(Schema):
 
 
 class BodyField(fields.Field):
-    """A field that checks its raw value itself (``check``): an absent field is ``None``, and an
-    exception other than a ``ValidationError`` becomes this field's error, kept as it is."""
+    """A field that checks its raw value itself (``check``): an absent field is ``None`` unless
+    the field has a ``load_default`` (then it loads as that, unchecked; an explicit ``null`` is
+    still checked), and an exception other than a ``ValidationError`` becomes this field's
+    error, kept as it is."""
 
     def check(self, value: Any) -> Any:
         return value
 
     def deserialize(self, value: Any, attr: str | None = None,
                     data: Any = None, **kwargs: Any) -> Any:
+        if value is missing and self.load_default is not missing:
+            return self.load_default
         try:
             return self.check(None if value is missing else value)
         except ValidationError:
@@ -64,6 +68,14 @@ class Text(BodyField):
             raise ValidationError(f"Invalid {self.label}: {error}")
         assert isinstance(value, str)
         return value.strip()
+
+
+class NamedBodySchema(BodySchema):
+    """A body that opens with the entity's ``name`` (required) and ``description`` (optional)
+    under the text rules: query sets, search configurations, judgments, experiments."""
+
+    name = Text("name", NAME_LIMIT)
+    description = Text("description", DESCRIPTION_LIMIT, optional=True)
 
 
 def load(schema: Schema, body: dict[str, Any]) -> dict[str, Any]:

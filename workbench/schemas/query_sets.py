@@ -12,12 +12,10 @@ from marshmallow import ValidationError
 
 from workbench.errors import BadRequest
 from workbench.schemas import request_json
-from workbench.schemas.body import BodyField, BodySchema, Text, string_field
+from workbench.schemas.body import BodyField, BodySchema, NamedBodySchema, Text, string_field
 from workbench.schemas.javafmt import java_string
 from workbench.schemas.text import (
-    DESCRIPTION_LIMIT,
     LEGACY_LIMIT,
-    NAME_LIMIT,
     query_set_key_error,
     query_set_value_error,
 )
@@ -114,25 +112,17 @@ class _Queries(BodyField):
 
 class _ManualSampling(BodyField):
     def check(self, value: Any) -> str:
-        # Absent is manual; anything else (null included) is refused, quoted as Java would not
-        # (``None``): the message the workbench has always given.
+        # Absent is manual (the field's default); anything else (null included) is refused,
+        # quoted as Java would not (``None``): the message the workbench has always given.
         if value != "manual":
             raise ValidationError(f"Support sampling as manual only. sampling: {value}")
         return "manual"
 
-    def deserialize(self, value: Any, attr: str | None = None,
-                    data: Any = None, **kwargs: Any) -> Any:
-        if isinstance(data, dict) and "sampling" not in data:
-            return "manual"
-        return super().deserialize(value, attr, data, **kwargs)
 
-
-class ManualQuerySetSchema(BodySchema):
+class ManualQuerySetSchema(NamedBodySchema):
     """``PUT /query_sets``: name, description, ``sampling`` (``manual``), querySetQueries."""
 
-    name = Text("name", NAME_LIMIT)
-    description = Text("description", DESCRIPTION_LIMIT, optional=True)
-    sampling = _ManualSampling(data_key="sampling")
+    sampling = _ManualSampling(data_key="sampling", load_default="manual")
     querySetQueries = _Queries(data_key="querySetQueries")
 
     def __init__(self, maximum: int, **kwargs: Any) -> None:
@@ -142,7 +132,7 @@ class ManualQuerySetSchema(BodySchema):
 
 class _Size(BodyField):
     """``querySetSize``: a JSON number, truncated to an integer as the plugin does; positive,
-    and at most ``maximum``."""
+    and at most ``maximum``. Absent is 10; an explicit null is "must be a number"."""
 
     def check(self, value: Any) -> int:
         if isinstance(value, bool) or not isinstance(value, (int, float)):
@@ -153,12 +143,6 @@ class _Size(BodyField):
         if size > self.parent.maximum:  # type: ignore[union-attr]
             raise QuerySetLimitExceeded()
         return size
-
-    def deserialize(self, value: Any, attr: str | None = None,
-                    data: Any = None, **kwargs: Any) -> Any:
-        if isinstance(data, dict) and "querySetSize" not in data:
-            return DEFAULT_SIZE  # absent is 10; an explicit null is "must be a number"
-        return super().deserialize(value, attr, data, **kwargs)
 
 
 class _UbiIndex(BodyField):
@@ -177,21 +161,15 @@ class _Sampler(BodyField):
         assert isinstance(value, str)
         return value
 
-    def deserialize(self, value: Any, attr: str | None = None,
-                    data: Any = None, **kwargs: Any) -> Any:
-        if isinstance(data, dict) and "sampling" not in data:
-            return "pptss"
-        return super().deserialize(value, attr, data, **kwargs)
-
 
 class SampledQuerySetSchema(BodySchema):
     """``POST /query_sets``: name, description, querySetSize, ubiQueriesIndex, sampling."""
 
     name = Text("name", LEGACY_LIMIT)
     description = Text("description", LEGACY_LIMIT, optional=True)
-    querySetSize = _Size(data_key="querySetSize")
+    querySetSize = _Size(data_key="querySetSize", load_default=DEFAULT_SIZE)
     ubiQueriesIndex = _UbiIndex(data_key="ubiQueriesIndex")
-    sampling = _Sampler(data_key="sampling")
+    sampling = _Sampler(data_key="sampling", load_default="pptss")
 
     def __init__(self, maximum: int, **kwargs: Any) -> None:
         super().__init__(**kwargs)

@@ -12,8 +12,7 @@ from typing import Any
 
 from marshmallow import ValidationError
 
-from workbench.schemas.body import BodyField, BodySchema, Text, string_field
-from workbench.schemas.text import DESCRIPTION_LIMIT, NAME_LIMIT
+from workbench.schemas.body import BodyField, NamedBodySchema, string_field
 
 
 class _Index(BodyField):
@@ -41,11 +40,9 @@ class _Pipeline(BodyField):
         return (string_field(value, "searchPipeline") or "").strip()
 
 
-class SearchConfigurationSchema(BodySchema):
+class SearchConfigurationSchema(NamedBodySchema):
     """``PUT /search_configurations``: name, description, index, query, searchPipeline."""
 
-    name = Text("name", NAME_LIMIT)
-    description = Text("description", DESCRIPTION_LIMIT, optional=True)
     index = _Index(data_key="index")
     query = _Query(data_key="query")
     searchPipeline = _Pipeline(data_key="searchPipeline")
