@@ -23,6 +23,7 @@ from workbench.api import (
     summary,
 )
 from workbench.errors import TextError
+from workbench.store.plugin_settings import Stored
 
 bp = Blueprint("srw", __name__, url_prefix=SRW_PREFIX)
 bp.before_request(check_output_flags)  # first, as OpenSearch checks them before anything else
@@ -36,7 +37,12 @@ def workbench_gate() -> None:
     svc = services()
     svc.ensure_indices()
     g.plugin_settings = svc.settings.load()
-    if not g.plugin_settings.value("workbench_enabled"):
+    refuse_if_disabled(g.plugin_settings)
+
+
+def refuse_if_disabled(settings: Stored) -> None:
+    """A disabled workbench answers every SRW route 403, in plain text as the plugin does."""
+    if not settings.value("workbench_enabled"):
         raise TextError(403, "Search Relevance Workbench is disabled")
 
 
