@@ -14,6 +14,7 @@ from flask import Blueprint, Response, request
 from workbench.api import flag, json_response, services
 from workbench.api.entities import plugin_settings
 from workbench.errors import BadRequest, TextError
+from workbench.store import cluster as cluster_info
 from workbench.telemetry.event_stats import EVENT_STATS, INFO_STATS, EventSnapshot, full_path
 
 bp = Blueprint("stats", __name__)
@@ -53,7 +54,7 @@ def _stats(node_param: str | None, stat_param: str | None) -> Response:
 
     svc = services()
     snapshots = {name: svc.stats.snapshot(name) for name in events} if nodes else {}
-    cluster = svc.client.info()
+    cluster = cluster_info.info(svc.client)
     body: dict[str, Any] = {
         "_nodes": {"total": len(nodes), "successful": len(nodes), "failed": 0},
         "cluster_name": cluster["cluster_name"],
@@ -118,8 +119,7 @@ def _similarity(a: str, b: str) -> float:
 
 def _cluster_version() -> str:
     """The lowest version among the cluster's nodes."""
-    answer = services().client.nodes.info(params={"filter_path": "nodes.*.version"})
-    versions = [n["version"] for n in answer.get("nodes", {}).values()]
+    versions = cluster_info.node_versions(services().client)
     return min(versions, key=lambda v: tuple(int(p) for p in re.findall(r"\d+", v)))
 
 

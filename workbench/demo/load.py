@@ -9,9 +9,9 @@ from pathlib import Path
 from typing import Any
 
 from opensearchpy import OpenSearch
-from opensearchpy.helpers import streaming_bulk
 
 from workbench.config import Config
+from workbench.store import bulk
 from workbench.store.bootstrap import ensure_index, load_spec
 from workbench.store.client import make_client
 
@@ -33,14 +33,13 @@ def load_demo(
         for name in ("ubi_queries", "ubi_events"):
             ensure_index(client, load_spec(config.index_mappings_dir, f"ubi/{name}.json"))
         written.extend(_bulk(client, _ndjson_actions(Path(ubi))))
-    client.indices.refresh(index=",".join(sorted(set(written))))
-    return {name: client.count(index=name)["count"] for name in sorted(set(written))}
+    bulk.refresh(client, ",".join(sorted(set(written))))
+    return {name: bulk.count(client, name) for name in sorted(set(written))}
 
 
 def _bulk(client: OpenSearch, actions: Iterator[dict[str, Any]]) -> list[str]:
     indices: set[str] = set()
-    for ok, item in streaming_bulk(client, actions, chunk_size=BATCH, raise_on_error=True,
-                                   request_timeout=120):
+    for ok, item in bulk.stream(client, actions, chunk_size=BATCH, request_timeout=120):
         if ok:
             indices.add(next(iter(item.values()))["_index"])
     return sorted(indices)

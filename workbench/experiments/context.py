@@ -10,13 +10,12 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from opensearchpy.helpers import bulk
-
 from workbench.jobs.base import JobFailed
 from workbench.jobs.control import JobControl
 from workbench.metrics import MetricError, validate_ratings
 from workbench.querysets.entries import QueryEntry, read_entries
 from workbench.services import Services
+from workbench.store import bulk
 from workbench.store.identity import carry
 from workbench.store.indices import (
     EVALUATION_INDEX,
@@ -180,7 +179,7 @@ class Writer:
         if self.actions:
             actions, self.actions = self.actions, []
             self.pending.append(self.pool.submit(
-                carry(bulk), self.svc.client, actions, chunk_size=len(actions),
+                carry(bulk.write), self.svc.client, actions, chunk_size=len(actions),
                 max_chunk_bytes=100 * 1024 * 1024, request_timeout=300))
 
     def flush(self, refresh: bool = False) -> None:
@@ -194,5 +193,5 @@ class Writer:
             self.pool.shutdown(wait=True)
             self.pool = ThreadPoolExecutor(1, thread_name_prefix="writer")
         if refresh:
-            self.svc.client.indices.refresh(index=f"{EVALUATION_INDEX},{VARIANT_INDEX}")
+            bulk.refresh(self.svc.client, f"{EVALUATION_INDEX},{VARIANT_INDEX}")
 

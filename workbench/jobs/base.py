@@ -34,6 +34,7 @@ from workbench.errors import ClusterUnavailable
 from workbench.jobs import leases
 from workbench.jobs.celery_app import current_config, worker_client, worker_services
 from workbench.store.identity import Identity, acting_as, service_identity
+from workbench.store.repository import Repository
 
 log = logging.getLogger(__name__)
 
@@ -162,9 +163,9 @@ class WorkbenchTask(Task):
         if not svc.config.job_impersonation or not self.status_index or not entity_id:
             return service
         with acting_as(service):
-            found = svc.client.get(index=self.status_index, id=str(entity_id),
-                                   params={"_source_includes": "createdBy"}, ignore=[404])
-        user = (found.get("_source") or {}).get("createdBy") if found.get("found") else None
+            found = Repository(svc.client, self.status_index).get_source(str(entity_id),
+                                                                         ["createdBy"])
+        user = (found or {}).get("createdBy")
         return Identity(service.authorization, impersonate=user) if user else service
 
     def error_fields(self, reason: str, exc: BaseException) -> dict[str, Any]:
@@ -200,15 +201,5 @@ class WorkbenchTask(Task):
         """The ERROR write itself; raises when it cannot be made."""
         # Top-level keys are replaced whole (``metadata`` becomes just the error), as the
         # contract's ERROR documents have it; a partial ``doc`` update would merge them.
-        worker_client().update(
-            index=self.status_index,
-            id=entity_id,
-            body={
-                "script": {
-                    "source": "ctx._source.putAll(params.fields)",
-                    "params": {"fields": fields},
-                }
-            },
-            refresh=True,
-            retry_on_conflict=3,
-        )
+        assert self.status_index is not None  # only jobs with a status index record failure
+        Repository(worker_client(), self.status_index).update_fields(entity_id, fields)

@@ -25,7 +25,7 @@ from opensearchpy.exceptions import ConflictError, NotFoundError, TransportError
 
 from workbench.jobs.base import JobFailed
 from workbench.services import Services
-from workbench.store.repository import now_iso
+from workbench.store.repository import Repository, now_iso
 
 log = logging.getLogger(__name__)
 
@@ -173,9 +173,9 @@ class JobControl:
         progress = self.snapshot()
         doc = {"metadata": {"progress": progress}} if self.in_metadata else {"progress": progress}
         try:
-            answer = self.svc.client.update(
-                index=self.index, id=self.entity_id, body={"doc": doc}, refresh="true",
-                if_seq_no=self.hit["_seq_no"], if_primary_term=self.hit["_primary_term"])
+            answer = Repository(self.svc.client, self.index).update_partial(
+                self.entity_id, doc, seq_no=self.hit["_seq_no"],
+                primary_term=self.hit["_primary_term"])
         except (ConflictError, NotFoundError):
             log.warning("%s changed or was deleted while its job ran; stopping the job",
                         self.entity_id)

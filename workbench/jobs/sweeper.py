@@ -40,6 +40,7 @@ from workbench.store.indices import (
     HISTORY_INDEX,
     JUDGMENT_INDEX,
 )
+from workbench.store.repository import Repository
 
 log = logging.getLogger(__name__)
 
@@ -118,9 +119,10 @@ def sweep(client: OpenSearch, r: redis.Redis, lease_seconds: float, max_attempts
     suspects = suspects if suspects is not None else Suspects(0.0)
     seen: set[tuple[str, str]] = set()
     for index, (status_field, tasks, script) in WATCHED.items():
-        if not client.indices.exists(index=index):
+        repository = Repository(client, index)
+        if not repository.exists():
             continue
-        answer = client.search(index=index, body={
+        answer = repository.search({
             "size": PAGE, "_source": ["status", "timestamp"], "sort": [{"timestamp": "asc"}],
             "query": {"bool": {"filter": [{"terms": {status_field: list(tasks)}}]}}},
             params={"ignore_unavailable": "true"})
@@ -170,11 +172,10 @@ def _check(client: OpenSearch, r: redis.Redis, index: str, script: str, status_f
     reason = (f"the job was lost {attempts} times (its worker died or its queued message was "
               f"lost) and was queued again {max_attempts} times (WORKBENCH_JOB_MAX_ATTEMPTS)")
     guarded = f"if (ctx._source.status != params.status) {{ ctx.op = 'noop'; return; }} {script}"
-    answer = client.update_by_query(
-        index=index, refresh=True, conflicts="proceed",
-        body={"query": {"bool": {"filter": [{"ids": {"values": [entity_id]}},
-                                            {"term": {status_field: status}}]}},
-              "script": {"source": guarded, "params": {"reason": reason, "status": status}}})
+    answer = Repository(client, index).update_by_query(
+        {"query": {"bool": {"filter": [{"ids": {"values": [entity_id]}},
+                                       {"term": {status_field: status}}]}},
+         "script": {"source": guarded, "params": {"reason": reason, "status": status}}})
     if answer.get("updated"):
         log.error("%s %s: %s", task, entity_id, reason)
         counts["failed"] += 1

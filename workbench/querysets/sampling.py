@@ -14,7 +14,7 @@ import numpy as np
 from opensearchpy import OpenSearch
 
 from workbench.schemas import query_sets
-from workbench.store.indices import index_exists
+from workbench.store import ubi_queries
 
 FIELD = "user_query"
 NON_EMPTY = {
@@ -33,7 +33,8 @@ def topn(client: OpenSearch, index: str, size: int) -> list[str]:
         "query": NON_EMPTY,
         "aggs": {"By_User_Query": {"terms": {"field": FIELD, "size": size}}},
     }
-    buckets = client.search(index=index, body=body)["aggregations"]["By_User_Query"]["buckets"]
+    answer = ubi_queries.search(client, index, body)
+    buckets = answer["aggregations"]["By_User_Query"]["buckets"]
     return [b["key"] for b in buckets if str(b["key"]).strip()]
 
 
@@ -57,7 +58,7 @@ def random_sample(client: OpenSearch, index: str, size: int,
         }},
         "collapse": {"field": FIELD},
     }
-    hits = client.search(index=index, body=body)["hits"]["hits"]
+    hits = ubi_queries.search(client, index, body)["hits"]["hits"]
     out = []
     for hit in hits:
         value = (hit.get("fields") or {}).get(FIELD, [None])[0] or hit["_source"].get(FIELD)
@@ -76,7 +77,7 @@ def query_counts(client: OpenSearch, index: str) -> Iterator[tuple[str, int]]:
         if after:
             composite["after"] = after
         body = {"size": 0, "aggs": {"q": {"composite": composite}}}
-        answer = client.search(index=index, body=body)
+        answer = ubi_queries.search(client, index, body)
         agg = answer["aggregations"]["q"]
         for bucket in agg["buckets"]:
             yield str(bucket["key"]["q"]), int(bucket["doc_count"])
@@ -122,8 +123,4 @@ def pptss(client: OpenSearch, index: str, size: int,
 
 def index_is_usable(client: OpenSearch, index: str) -> bool:
     """The index exists and its mapping has ``user_query``."""
-    if not index_exists(client, index):
-        return False
-    mappings = client.indices.get_mapping(index=index)
-    return any(FIELD in (m.get("mappings", {}).get("properties") or {})
-               for m in mappings.values())
+    return ubi_queries.has_field(client, index, FIELD)

@@ -76,6 +76,23 @@ class Repository:
                              "params": {"fields": fields}}},
         )
 
+    def update_partial(self, doc_id: str, doc: dict[str, Any], *, seq_no: int,
+                       primary_term: int) -> dict[str, Any]:
+        """Merge ``doc`` into the document, only if it is still at ``seq_no``/``primary_term``
+        (a job's progress). ``ConflictError``/``NotFoundError`` reach the caller: the document
+        changed or went away."""
+        answer: dict[str, Any] = self.client.update(
+            index=self.index, id=doc_id, body={"doc": doc}, refresh="true",
+            if_seq_no=seq_no, if_primary_term=primary_term)
+        return answer
+
+    def update_by_query(self, body: dict[str, Any]) -> dict[str, Any]:
+        """``_update_by_query`` with ``body`` (query and script), refreshed, skipping documents
+        that change meanwhile; answers OpenSearch's response (``updated`` ...)."""
+        answer: dict[str, Any] = self.client.update_by_query(
+            index=self.index, refresh=True, conflicts="proceed", body=body)
+        return answer
+
     def delete(self, doc_id: str) -> tuple[int, dict[str, Any]]:
         """OpenSearch's delete response and status (404 with ``result: not_found``)."""
         try:
@@ -115,6 +132,18 @@ class Repository:
             return None
         return found if found.get("found") else None
 
+    def mget_sources(self, doc_ids: list[str]) -> dict[str, dict[str, Any]]:
+        """id -> ``_source`` of those of ``doc_ids`` that exist (one ``_mget``; none for no
+        ids)."""
+        if not doc_ids:
+            return {}
+        found = self.client.mget(index=self.index, body={"ids": doc_ids})["docs"]
+        return {d["_id"]: d.get("_source") or {} for d in found if d.get("found")}
+
+    def exists(self) -> bool:
+        """Whether the index (or alias) exists."""
+        return bool(self.client.indices.exists(index=self.index))
+
     def get_response(self, doc_id: str, source: Any = None) -> dict[str, Any]:
         """GET one entity: a search response with exactly one hit, else 404."""
         body: dict[str, Any] = {"query": {"term": {"_id": doc_id}}, "size": 1}
@@ -137,10 +166,13 @@ class Repository:
             body["_source"] = source
         return self.search(body)
 
-    def search(self, body: dict[str, Any]) -> dict[str, Any]:
-        """A raw search on the index; a missing index answers an empty response."""
+    def search(self, body: dict[str, Any],
+               params: dict[str, str] | None = None) -> dict[str, Any]:
+        """A raw search on the index (with query-string ``params`` when given); a missing index
+        answers an empty response."""
+        kwargs: dict[str, Any] = {"params": params} if params else {}
         try:
-            response: dict[str, Any] = self.client.search(index=self.index, body=body)
+            response: dict[str, Any] = self.client.search(index=self.index, body=body, **kwargs)
         except NotFoundError as exc:
             if _index_missing(exc):
                 return empty_search_response()

@@ -74,8 +74,7 @@ def retry_failed(svc: Services, judgment_id: str, doc: dict[str, Any],
     index = config["index"]
     entries = doc.get("judgmentRatings") or []
     wanted = sorted({f["docId"] for e in entries for f in e.get("failures") or []})
-    found = svc.client.mget(index=index, body={"ids": wanted})["docs"] if wanted else []
-    sources = {d["_id"]: d.get("_source") or {} for d in found if d.get("found")}
+    sources = Repository(svc.client, index).mget_sources(wanted)
     gone = [d for d in wanted if d not in sources]
     if gone:
         raise JobFailed(f"Cannot retry: document(s) no longer exist in index [{index}]: "
