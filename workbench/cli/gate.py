@@ -16,7 +16,7 @@ PASS, REGRESSION, ERROR = 0, 1, 2
 
 
 @dataclass(frozen=True)
-class Verdict:
+class GateDecision:
     """The gate's decision and the figures behind it."""
 
     code: int
@@ -39,7 +39,7 @@ class GateError(Exception):
 
 
 def decide(summary: dict[str, Any], candidate: str, metric: str, margin: float,
-           alpha: float) -> Verdict:
+           alpha: float) -> GateDecision:
     """The verdict for ``candidate`` on ``metric`` from a ``_summary`` answer."""
     errors = [w for w in summary.get("warnings") or [] if w.get("level") == "error"]
     if errors:
@@ -55,11 +55,11 @@ def decide(summary: dict[str, Any], candidate: str, metric: str, margin: float,
     p_value = (comparison.get("tTest") or {}).get("pValue")
     dropped = float(comparison["meanDelta"]) < -margin
     significant = p_value is not None and float(p_value) < alpha
-    return Verdict(REGRESSION if dropped and significant else PASS, str(comparison["metric"]),
+    return GateDecision(REGRESSION if dropped and significant else PASS, str(comparison["metric"]),
                    comparison, margin, alpha)
 
 
-def explain(verdict: Verdict, names: dict[str, str], experiment_id: str, worst: int = 5
+def explain(verdict: GateDecision, names: dict[str, str], experiment_id: str, worst: int = 5
             ) -> list[str]:
     """A one-screen explanation of the verdict, for a CI log."""
     c = verdict.comparison
@@ -90,7 +90,7 @@ def explain(verdict: Verdict, names: dict[str, str], experiment_id: str, worst: 
     return lines
 
 
-def _why_pass(verdict: Verdict) -> str:
+def _why_pass(verdict: GateDecision) -> str:
     if verdict.delta >= 0:
         return f"did not drop (delta {verdict.delta:+.4f})"
     if verdict.delta >= -verdict.margin:
