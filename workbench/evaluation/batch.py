@@ -30,10 +30,11 @@ from workbench.evaluation.run import evaluate
 from workbench.judges import registry
 from workbench.judges.base import OptionError, Setup, Usage
 from workbench.judges.llm import BATCH as LLM_BATCH
+from workbench.schemas.body import load
+from workbench.schemas.evaluate import BatchSchema, entry_body
 from workbench.services import Services
 from workbench.store.identity import carry
 
-SHARED = ("judge", "modelId", "k", "fields", "judgeOptions")
 # A message that starts with a field path (``hits[0] has no id``) is prefixed with the entry's
 # path; any other gets ``queries[i]: `` in front.
 _FIELD_PATH = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(?:\[\d+\])?(?:\.[A-Za-z_][A-Za-z0-9_]*"
@@ -72,18 +73,6 @@ def located(position: int, message: str) -> str:
     return f"queries[{position}]: {message}"
 
 
-def entries_of(body: dict[str, Any]) -> list[Any]:
-    queries = body.get("queries")
-    if not isinstance(queries, list) or not queries:
-        raise BadRequest("queries must be a non-empty list of evaluations (each an _evaluate "
-                         "body, in either shape)")
-    for name in body:
-        if name not in (*SHARED, "queries"):
-            raise BadRequest(f"Unknown field [{name}] of a batch: give queries and the shared "
-                             f"settings {', '.join(SHARED)}")
-    return queries
-
-
 def with_shared(entry: dict[str, Any], shared: dict[str, Any], brief: bool) -> dict[str, Any]:
     """The entry with the shared settings it does not give itself."""
     out = dict(entry)
@@ -105,26 +94,14 @@ def with_shared(entry: dict[str, Any], shared: dict[str, Any], brief: bool) -> d
     return out
 
 
-def check_shared(body: dict[str, Any]) -> dict[str, Any]:
-    """The shared settings, checked as an entry would check them."""
-    shared = {name: body[name] for name in SHARED if body.get(name) is not None}
-    if "fields" in shared:
-        workbench_shape.fields_of(shared["fields"])
-    if "judgeOptions" in shared and not isinstance(shared["judgeOptions"], dict):
-        raise BadRequest("judgeOptions must be an object")
-    if "modelId" in shared and not isinstance(shared["modelId"], str):
-        raise BadRequest("Field 'modelId' must be a string")
-    return shared
-
-
 def parse(svc: Services, body: dict[str, Any]) -> list[Entry]:
-    """Every entry read and its judge built (a 400 naming the first bad one)."""
-    raw = entries_of(body)
-    shared = check_shared(body)
+    """Every entry read and its judge built (a 400 naming the first bad one): the batch's own
+    fields first (schemas/evaluate.BatchSchema), then each entry in turn."""
+    shared = load(BatchSchema(), body)
+    raw = shared.pop("queries")
     entries = []
-    for position, item in enumerate(raw):
-        if not isinstance(item, dict):
-            raise BadRequest(f"queries[{position}] must be an object (an _evaluate body)")
+    for position, given in enumerate(raw):
+        item = entry_body(position, given)
         brief = brief_shape.is_brief(item)
         merged = with_shared(item, shared, brief)
         try:
