@@ -3,8 +3,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from flask import Blueprint, Response
 
 from workbench.api import caller, json_body, json_response, services
@@ -18,12 +16,13 @@ from workbench.api.entities import (
     repository,
     search_entities,
 )
-from workbench.errors import BadRequest, Conflict, NotFound
-from workbench.experiments.create import new_experiment, optional_text
+from workbench.errors import Conflict, NotFound
+from workbench.experiments.create import new_experiment
 from workbench.experiments.runner import EVENTS
 from workbench.experiments.signature import validate
 from workbench.experiments.summary_read import no_judgments_matched
-from workbench.schemas.text import DESCRIPTION_LIMIT, NAME_LIMIT
+from workbench.schemas.body import load
+from workbench.schemas.experiments import ExperimentPatchSchema
 from workbench.store.indices import (
     EVALUATION_INDEX,
     EXPERIMENT_INDEX,
@@ -95,16 +94,7 @@ def cancel_experiment(entity_id: str) -> Response:
 def patch_experiment(entity_id: str) -> Response:
     body = json_body()
     assert body is not None
-    if "name" not in body and "description" not in body:
-        raise BadRequest("At least one of 'name' or 'description' must be provided for update")
-    changes: dict[str, Any] = {}
-    if "name" in body:
-        name = optional_text(body, "name", NAME_LIMIT)
-        if name is None:
-            raise BadRequest("Invalid name: Text cannot be empty")
-        changes["name"] = name
-    if "description" in body:
-        changes["description"] = optional_text(body, "description", DESCRIPTION_LIMIT) or ""
+    changes = load(ExperimentPatchSchema(), body)
     repo = repository(EXPERIMENT_INDEX)
     hit = repo.get_hit(entity_id)
     if hit is None:

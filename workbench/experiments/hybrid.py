@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from workbench.errors import BadRequest, WorkbenchError
+from workbench.errors import WorkbenchError
 from workbench.experiments.context import RunContext, Writer, stable_id
 from workbench.experiments.hybrid_scoring import (
     hybrid_scores,
@@ -25,6 +25,8 @@ from workbench.experiments.pointwise import metrics_docs
 from workbench.experiments.searching import doc_ids
 from workbench.jobs.base import JobFailed
 from workbench.querysets.entries import QueryEntry
+from workbench.schemas.body import load
+from workbench.schemas.experiments import HybridSearchSchema
 from workbench.store import plugins
 from workbench.store.indices import EVALUATION_INDEX, VARIANT_INDEX
 from workbench.store.repository import now_iso
@@ -32,25 +34,14 @@ from workbench.store.search import SearchFailure, msearch
 from workbench.store.search_render import RenderedSearch, render
 
 TYPE = "HYBRID_OPTIMIZER"
+_HYBRID_SEARCH = HybridSearchSchema()  # holds no state: one for every query of every run
 
 
 def hybrid_clauses(body: dict[str, Any]) -> list[dict[str, Any]]:
-    """The two sub-queries of a rendered body, or a 400 with the contract's message."""
-    query = body.get("query")
-    if not isinstance(query, dict):
-        raise BadRequest("query in search configuration does not have query")
-    hybrid = query.get("hybrid")
-    if len(query) != 1 or not isinstance(hybrid, dict):
-        raise BadRequest("query in search configuration does must be of type hybrid")
-    queries = hybrid.get("queries")
-    if not isinstance(queries, list):
-        raise BadRequest("hybrid query in search configuration does not have queries")
-    if len(queries) != 2:
-        raise BadRequest("invalid hybrid query: expected exactly [2] sub-queries but found "
-                         f"[{len(queries)}]")
-    if "search_pipeline" in body:
-        raise BadRequest("search pipeline is not allowed in search request")
-    return queries
+    """The two sub-queries of a rendered body, or a 400 with the contract's message
+    (schemas/experiments.HybridSearchSchema)."""
+    clauses: list[dict[str, Any]] = load(_HYBRID_SEARCH, body)["query"]
+    return clauses
 
 
 def check_configurations(ctx: RunContext) -> None:
