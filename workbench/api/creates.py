@@ -32,6 +32,7 @@ from opensearchpy.exceptions import ConnectionError as OpenSearchConnectionError
 from opensearchpy.exceptions import ConnectionTimeout as OpenSearchConnectionTimeout
 from redis.exceptions import RedisError
 
+from workbench import redis_keys
 from workbench.api import SRW_PREFIX, caller, json_response, services
 from workbench.errors import (
     AlreadyExists,
@@ -140,7 +141,7 @@ class Create:
 
     @property
     def _redis_key(self) -> str:
-        return f"workbench:idempotency:{self.kind.name}:{self.id}"
+        return redis_keys.idempotency_key(self.kind.name, self.id)
 
     def store(self, repo: Repository, doc: dict[str, Any], body: Any) -> dict[str, Any]:
         """Write ``doc`` (and queue its job): the cluster's index response, or on a replay one

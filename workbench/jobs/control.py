@@ -24,6 +24,7 @@ import redis
 from opensearchpy.exceptions import ConflictError, NotFoundError, TransportError
 
 from workbench.jobs.base import JobFailed
+from workbench.redis_keys import cancel_key
 from workbench.services import Services
 from workbench.store.repository import Repository, now_iso
 
@@ -39,10 +40,6 @@ def without_progress(metadata: dict[str, Any]) -> dict[str, Any]:
     """A judgment's metadata without the ``progress`` its job writes as it runs: what names the
     work (a split job's run is named after it, so a run again resumes)."""
     return {k: v for k, v in metadata.items() if k != "progress"}
-
-
-def cancel_key(entity_id: str) -> str:
-    return f"workbench:cancel:{entity_id}"
 
 
 def request_cancel(client: redis.Redis, entity_id: str) -> None:

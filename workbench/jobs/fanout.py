@@ -19,8 +19,8 @@ The run's keys are named after a digest of the kind, the entity and the units: a
 runs again (its worker died and the sweeper queued it again) with the same work finds the units
 already done and waits only for the rest. The parent deletes them once the run is merged,
 cancelled or failed; a helper that comes later finds no run and stops. A helper whose view of
-the job's inputs differs from the parent's declines (``Decline``). Keys, all expiring
-``KEY_TTL`` after they are made::
+the job's inputs differs from the parent's declines (``Decline``). Keys (named by
+``workbench.redis_keys.fanout_key``), all expiring ``KEY_TTL`` after they are made::
 
     wb:fan:<run>:head   JSON every unit of the run needs (the model, the prompt, ...)
     wb:fan:<run>:units  hash: unit number -> payload JSON
@@ -48,6 +48,7 @@ import redis
 from workbench.jobs.base import JobFailed, failure_reason, is_transient
 from workbench.jobs.control import JobControl
 from workbench.jobs.leases import holder_is_dead, holder_value
+from workbench.redis_keys import FANOUT_PARTS, fanout_key
 from workbench.services import Services
 from workbench.store.identity import carry, current
 
@@ -170,7 +171,7 @@ class Keys:
     run: str
 
     def key(self, name: str) -> str:
-        return f"wb:fan:{self.run}:{name}"
+        return fanout_key(self.run, name)
 
     @property
     def head(self) -> str:
@@ -201,7 +202,7 @@ class Keys:
         return self.key("tally")
 
     def all(self) -> list[str]:
-        return [self.head, self.units, self.todo, self.taken, self.done, self.stop, self.tally]
+        return [self.key(name) for name in FANOUT_PARTS]
 
 
 def _text(value: bytes | str | int) -> str:

@@ -10,6 +10,9 @@
 Invariant: every PROCESSING/RETRYING entity has a queued marker or a live lease (each step writes
 the next key before it deletes the previous one). The sweeper re-queues an entity that has
 neither: its worker died (the lease lapsed) or its message was lost.
+
+The key names are ``workbench.redis_keys``'s (imported here, so ``leases.lease_key`` ... are
+what the sweeper and the queue use).
 """
 
 from __future__ import annotations
@@ -23,6 +26,8 @@ import uuid
 from typing import Any
 
 import redis
+
+from workbench.redis_keys import attempts_key, lease_key, queued_key
 
 log = logging.getLogger(__name__)
 
@@ -45,18 +50,6 @@ if redis.call('GET', KEYS[1]) == ARGV[1] then
 end
 return 0
 """
-
-
-def queued_key(task: str, entity_id: str) -> str:
-    return f"workbench:queued:{task}:{entity_id}"
-
-
-def lease_key(task: str, entity_id: str) -> str:
-    return f"workbench:lease:{task}:{entity_id}"
-
-
-def attempts_key(task: str, entity_id: str) -> str:
-    return f"workbench:attempts:{task}:{entity_id}"
 
 
 def holder_value() -> str:

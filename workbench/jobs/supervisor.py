@@ -39,6 +39,8 @@ from typing import Any
 
 import redis
 
+from workbench import redis_keys
+
 log = logging.getLogger(__name__)
 
 #: a consumer that ran this long was healthy: the next restart waits 1 s again
@@ -48,7 +50,6 @@ BACKOFF_FIRST, BACKOFF_MAX = 1.0, 30.0
 RECENT_SECONDS, DYING_EXITS = 600, 3
 #: the Redis record is refreshed this often and expires after ``3 *`` as long
 HEARTBEAT_SECONDS = 10.0
-KEY_PREFIX = "workbench:supervisor:"
 #: set in the consumer's environment: the pid of the supervisor it must not outlive
 SUPERVISOR_ENV = "WORKBENCH_SUPERVISOR_PID"
 
@@ -90,7 +91,7 @@ class Record:
 
     def __init__(self, redis_url: str, queue: str) -> None:
         self.redis = redis.Redis.from_url(redis_url, socket_timeout=3, socket_connect_timeout=3)
-        self.key = f"{KEY_PREFIX}{socket.gethostname()}:{os.getpid()}"
+        self.key = redis_keys.supervisor_key(socket.gethostname(), os.getpid())
         self.data: dict[str, Any] = {
             "host": socket.gethostname(), "pid": os.getpid(), "queue": queue,
             "started": time.time(), "consumerPid": None, "restarts": 0, "exits": []}
@@ -133,7 +134,7 @@ class Record:
 def read_all(r: redis.Redis) -> list[dict[str, Any]]:
     """Every live supervisor's record (for ``workbench status``)."""
     found = []
-    for key in r.scan_iter(f"{KEY_PREFIX}*", count=200):
+    for key in r.scan_iter(f"{redis_keys.SUPERVISOR_PREFIX}*", count=200):
         raw = r.get(key)
         if raw:
             found.append(json.loads(raw))

@@ -27,11 +27,13 @@ from typing import Any, TypeVar
 import redis
 
 from workbench.llm.base import LLMError, Transient
+from workbench.redis_keys import RATE_LIMIT_PREFIX, rate_limit_keys
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 
-PREFIX = "workbench:ratelimit:"
+#: the start of every rate-limit key (``workbench.redis_keys.rate_limit_keys``)
+PREFIX = RATE_LIMIT_PREFIX
 # Waits are taken in slices so a long pause set by another process is re-read, and cut short
 # when that process's pause is lifted or shortened.
 MAX_SLICE = 1.0
@@ -120,8 +122,7 @@ class RateLimiter:
         self.model_id = model_id
         self.limits = limits
         self._sleep = sleep
-        base = PREFIX + model_id
-        self._keys = (base + ":requests", base + ":tokens", base + ":pause")
+        self._keys = rate_limit_keys(model_id)
         self._acquire = client.register_script(_ACQUIRE)
         self._settle = client.register_script(_SETTLE)
         self._pause = client.register_script(_PAUSE)

@@ -12,6 +12,8 @@ from dataclasses import dataclass
 
 import redis
 
+from workbench.redis_keys import STATS_PREFIX, stat_key, stats_pattern
+
 BUCKET_MS = 60_000
 TRAILING_BUCKETS = 5
 
@@ -47,9 +49,9 @@ class EventSnapshot:
 
 
 class EventStats:
-    """Counters under ``<prefix>:<stat>:...`` in Redis."""
+    """Counters under ``<prefix>:<stat>:...`` in Redis (``workbench.redis_keys.stat_key``)."""
 
-    def __init__(self, client: redis.Redis, prefix: str = "workbench:stats") -> None:
+    def __init__(self, client: redis.Redis, prefix: str = STATS_PREFIX) -> None:
         self.redis = client
         self.prefix = prefix
 
@@ -58,12 +60,12 @@ class EventStats:
             raise KeyError(name)
         now = now_ms if now_ms is not None else int(time.time() * 1000)
         bucket = now - now % BUCKET_MS
-        key = f"{self.prefix}:{name}"
+        bucket_key = stat_key(name, f"bucket:{bucket}", self.prefix)
         pipe = self.redis.pipeline()
-        pipe.incr(f"{key}:total")
-        pipe.incr(f"{key}:bucket:{bucket}")
-        pipe.pexpire(f"{key}:bucket:{bucket}", BUCKET_MS * (TRAILING_BUCKETS + 2))
-        pipe.eval(_KEEP_LATEST, 1, f"{key}:last", now)
+        pipe.incr(stat_key(name, "total", self.prefix))
+        pipe.incr(bucket_key)
+        pipe.pexpire(bucket_key, BUCKET_MS * (TRAILING_BUCKETS + 2))
+        pipe.eval(_KEEP_LATEST, 1, stat_key(name, "last", self.prefix), now)
         pipe.execute()
 
     def snapshot(self, name: str, now_ms: int | None = None) -> EventSnapshot:
@@ -71,9 +73,9 @@ class EventStats:
         current = now - now % BUCKET_MS
         cutoff = (now - TRAILING_BUCKETS * BUCKET_MS) // BUCKET_MS * BUCKET_MS
         buckets = list(range(cutoff, current, BUCKET_MS))
-        key = f"{self.prefix}:{name}"
         values = self.redis.mget(
-            [f"{key}:total", f"{key}:last", *(f"{key}:bucket:{b}" for b in buckets)]
+            [stat_key(name, "total", self.prefix), stat_key(name, "last", self.prefix),
+             *(stat_key(name, f"bucket:{b}", self.prefix) for b in buckets)]
         )
         total, last = int(values[0] or 0), int(values[1] or 0)
         trailing = sum(int(v or 0) for v in values[2:])
@@ -81,6 +83,6 @@ class EventStats:
 
     def reset(self) -> None:
         """Forget every counter (the plugin does this when stats are switched off)."""
-        keys = list(self.redis.scan_iter(f"{self.prefix}:*", count=1000))
+        keys = list(self.redis.scan_iter(stats_pattern(self.prefix), count=1000))
         if keys:
             self.redis.delete(*keys)

@@ -20,6 +20,7 @@ from workbench.judgments.llm.cost import SharedBudget
 from workbench.judgments.llm.job import CacheWriter, Judge, Outcome, Usage
 from workbench.judgments.retrieval import Target
 from workbench.querysets.entries import QueryEntry
+from workbench.redis_keys import budget_key
 from workbench.services import Services
 
 KIND = "llm_judgment"
@@ -44,7 +45,7 @@ def rate(svc: Services, judgment_id: str, judge: Judge, targets: list[Target],
     head: dict[str, Any] = {"metadata": without_progress(judge.metadata), "index": judge.index}
     if judge.budget is not None:  # one budget for every process of this run (a run again too)
         digest = hashlib.sha256(json.dumps(payloads, sort_keys=True).encode()).hexdigest()
-        key = f"wb:budget:{judgment_id}:{digest[:20]}"
+        key = budget_key(judgment_id, digest[:20])
         head["budgetKey"] = key
         judge.budget = shared_budget(svc, judge, key)
     if control is not None:
