@@ -4,7 +4,8 @@
 
 The request shapes are in ``workbench.evaluation``: the workbench's own (``workbench_shape``)
 and the retrieval-evaluation API's (``brief_shape``, a body whose ``query`` is an object or
-that has ``eval``), each answered in its own shape; judging and scoring in
+that has ``eval``), each checked by its schema (``workbench.schemas.evaluate_workbench``,
+``workbench.schemas.evaluate_brief``) and answered in its own shape; judging and scoring in
 ``workbench.evaluation.run``, batches in ``workbench.evaluation.batch``. A judge that cannot
 judge is a 502 naming it; a bad option, an unknown judge or an unknown model is a 400.
 """
