@@ -14,8 +14,10 @@ from workbench.api.entities import (
     plugin_settings,
     repository,
 )
-from workbench.errors import BadRequest, Conflict, NotFound, TextError
-from workbench.experiments.scheduling import job_document, last_fire_key, validate_cron
+from workbench.errors import Conflict, NotFound, TextError
+from workbench.experiments.scheduling import job_document, last_fire_key
+from workbench.schemas.body import load
+from workbench.schemas.schedules import ScheduleSchema
 from workbench.store.indices import EXPERIMENT_INDEX, JOBS_INDEX
 
 bp = Blueprint("schedules", __name__, url_prefix="/experiments/schedule")
@@ -27,15 +29,17 @@ def scheduling_gate() -> None:
         raise TextError(403, "Scheduled experiments is disabled")
 
 
+def _minimum_interval() -> float:
+    minimum: float = plugin_settings().value("scheduled_experiments_minimum_interval")
+    return minimum
+
+
 @bp.post("")
 def schedule_experiment() -> Response:
     body = json_body()
     assert body is not None
-    experiment_id = body.get("experimentId")
-    if not isinstance(experiment_id, str) or not experiment_id.strip():
-        raise BadRequest("Invalid or missing experiment Id")
-    expression = validate_cron(body.get("cronExpression"),
-                               plugin_settings().value("scheduled_experiments_minimum_interval"))
+    fields = load(ScheduleSchema(minimum_interval=_minimum_interval), body)
+    experiment_id, expression = fields["experimentId"], fields["cronExpression"]
     experiments = repository(EXPERIMENT_INDEX)
     experiment = experiments.get_source(experiment_id)
     if experiment is None:

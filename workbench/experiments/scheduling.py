@@ -1,5 +1,5 @@
-"""Scheduled experiments (docs/contract.md, "Scheduled experiments"): cron validation, the scheduler
-loop and a scheduled run.
+"""Scheduled experiments (docs/contract.md, "Scheduled experiments"): the scheduler loop and a
+scheduled run (a schedule's body, its cron included, is schemas/schedules.py).
 
 ``workbench scheduler`` polls the job index; each fire time is claimed in Redis with SET NX, so
 any number of schedulers fire a job once. A run writes a history document and evaluation results
@@ -15,46 +15,19 @@ import time
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from croniter import CroniterBadDateError, croniter
+from croniter import croniter
 from opensearchpy.exceptions import NotFoundError
 
-from workbench.errors import BadRequest
 from workbench.experiments.context import load
 from workbench.experiments.runner import execute
 from workbench.experiments.waiting import await_judgments
 from workbench.jobs.base import JobFailed
+from workbench.schemas.schedules import PARSE_ERROR as PARSE_ERROR  # where tests look
 from workbench.services import Services
 from workbench.store.indices import EXPERIMENT_INDEX, HISTORY_INDEX, JOBS_INDEX
 from workbench.store.repository import Repository, new_id, now_iso
 
-# Every value of all five fields listed one by one is about 400 characters.
-MAX_CRON_CHARS = 1_000
-PARSE_ERROR = ('failed to parse cron expression. For more information check out '
-               'https://en.wikipedia.org/wiki/Cron. For example, "12 * * * *"')
-
 log = logging.getLogger(__name__)
-
-
-def validate_cron(expression: Any, minimum_interval_ms: float,
-                  now: datetime | None = None) -> str:
-    """The trimmed expression, or a 400 with the contract's message (UNIX 5-field syntax)."""
-    if not isinstance(expression, str) or not expression.strip():
-        raise BadRequest("cron expression cannot be null or empty")
-    expression = expression.strip()
-    if len(expression) > MAX_CRON_CHARS:  # croniter's cost grows with it (1.5 s at 200 KB)
-        raise BadRequest(f"cronExpression is too long: {len(expression)} characters, at most "
-                         f"{MAX_CRON_CHARS} are allowed")
-    if len(expression.split()) != 5 or not croniter.is_valid(expression):
-        raise BadRequest(PARSE_ERROR)
-    it = croniter(expression, now or datetime.now(UTC))
-    try:
-        first, second = it.get_next(datetime), it.get_next(datetime)
-    except CroniterBadDateError:
-        raise BadRequest(f"cronExpression [{expression}] never fires: no date matches it") \
-            from None
-    if (second - first).total_seconds() * 1000 < minimum_interval_ms:
-        raise BadRequest("The interval between scheduled experiment runs is too short.")
-    return expression
 
 
 def job_document(experiment_id: str, expression: str) -> dict[str, Any]:
