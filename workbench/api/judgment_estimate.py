@@ -12,10 +12,12 @@ from flask import Blueprint, Response
 from workbench.api import caller, json_body, json_response, services
 from workbench.errors import BadRequest
 from workbench.jobs.base import JobFailed
-from workbench.judgments.create import new_judgment
+from workbench.judgments.create import judgment_rules, new_judgment
 from workbench.judgments.llm import estimate as llm_estimate
 from workbench.llm.base import LLMError
 from workbench.llm.pricing import Pricing, pricing_of
+from workbench.schemas.body import load
+from workbench.schemas.judgments import LlmEstimateSchema
 
 bp = Blueprint("judgment_estimate", __name__, url_prefix="/judgments")
 
@@ -29,10 +31,10 @@ def price_of(model_id: str) -> Pricing | None:
 def estimate_judgment() -> Response:
     body = json_body()
     assert body is not None
-    if body.get("type") != "LLM_JUDGMENT":
-        raise BadRequest(f"type must be LLM_JUDGMENT to estimate a judgment, got: "
-                         f"{body.get('type')}")
-    metadata = new_judgment(services().client, body, price_of)["metadata"]
+    client = services().client
+    rules = judgment_rules(client, price_of)
+    fields = load(LlmEstimateSchema(rules), body)
+    metadata = new_judgment(client, fields, rules)["metadata"]
     caller.refuse_unless_searchable(metadata["searchConfigurationList"])
     try:
         return json_response(llm_estimate.estimate(services(), metadata))

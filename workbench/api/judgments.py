@@ -28,9 +28,16 @@ from workbench.errors import BadRequest, Conflict, NotFound
 from workbench.jobs.control import forget_cancel
 from workbench.jobs.queue import QueueUnavailable, enqueue
 from workbench.judgments import agreement, summary
-from workbench.judgments.create import new_judgment
+from workbench.judgments.create import judgment_rules, new_judgment
 from workbench.metrics import relevance_threshold
-from workbench.schemas.javafmt import double_to_string
+from workbench.schemas.body import load
+from workbench.schemas.judgment_ratings import (
+    CompareRules,
+    CompareSchema,
+    RatingEditsSchema,
+    edited_rating,
+)
+from workbench.schemas.judgments import judgment_schema
 from workbench.store.indices import JUDGMENT_INDEX
 from workbench.store.repository import now_iso
 
@@ -46,7 +53,10 @@ def put_judgment() -> Response:
     body = json_body()
     assert body is not None
     create = Create(JUDGMENT)
-    doc = new_judgment(services().client, body, price_of, create.id)
+    client = services().client
+    rules = judgment_rules(client, price_of)
+    fields = load(judgment_schema(body, rules), body)
+    doc = new_judgment(client, fields, rules, create.id)
     metadata = doc["metadata"]
     caller.refuse_unless_searchable(metadata.get("searchConfigurationList") or [],
                                     [metadata.get("ubiEventsIndex") or ""])
@@ -136,51 +146,11 @@ def retry_judgment(entity_id: str) -> Response:
                           "message": "Retrying failed documents"})
 
 
-def _edits(body: dict[str, Any]) -> list[tuple[str, str, Any]]:
-    """(query, docId, rating) triples from an edit body, with the contract's REST checks."""
-    entries = body.get("judgmentRatings")
-    if entries is None:
-        raise BadRequest("judgmentRatings is required")
-    if not isinstance(entries, list):
-        raise BadRequest("expected a list of {query, ratings:[{docId, rating}]} objects")
-    edits = []
-    for entry in entries:
-        if not isinstance(entry, dict):
-            raise BadRequest("expected a list of {query, ratings:[{docId, rating}]} objects")
-        if not isinstance(entry.get("ratings"), list):
-            raise BadRequest("each entry must have a ratings list")
-        for rating in entry["ratings"]:
-            if (not isinstance(rating, dict) or not entry.get("query")
-                    or not rating.get("docId") or rating.get("rating") is None):
-                raise BadRequest("each rating must have a query, docId and rating")
-            edits.append((str(entry["query"]), str(rating["docId"]), rating["rating"]))
-    if not edits:
-        raise BadRequest("at least one rating is required")
-    return edits
-
-
-def _scaled(value: Any, doc_id: str, rating_type: str) -> str:
-    try:
-        if isinstance(value, bool):
-            raise ValueError
-        number = float(value)
-    except (TypeError, ValueError):
-        raise BadRequest(f"rating '{value}' for docId {doc_id} must be a number") from None
-    if rating_type == "RELEVANT_IRRELEVANT":
-        if number not in (0.0, 1.0):
-            raise BadRequest(f"rating '{value}' for docId {doc_id} must be 0 or 1 for a "
-                             "RELEVANT_IRRELEVANT judgment")
-    elif not 0.0 <= number <= 1.0:
-        raise BadRequest(f"rating '{value}' for docId {doc_id} must be a number between 0 "
-                         "and 1 for a SCORE0_1 judgment")
-    return double_to_string(number)
-
-
 @bp.put("/<entity_id>")
 def edit_ratings(entity_id: str) -> Response:
     body = json_body()
     assert body is not None
-    edits = _edits(body)
+    edits = load(RatingEditsSchema(), body)["judgmentRatings"]
     repo = repository(JUDGMENT_INDEX)
     hit = repo.get_hit(entity_id)
     if hit is None:
@@ -195,7 +165,7 @@ def edit_ratings(entity_id: str) -> Response:
     rating_type = metadata.get("llmJudgmentRatingType") or "SCORE0_1"
     entries = doc.get("judgmentRatings") or []
     for query, doc_id, value in edits:
-        rating = _scaled(value, doc_id, rating_type)
+        rating = edited_rating(value, doc_id, rating_type)
         entry = next((e for e in entries if e.get("query") == query), None)
         if entry is None:
             raise NotFound(f"Query not found in judgment: {query}")
@@ -220,18 +190,22 @@ def edit_ratings(entity_id: str) -> Response:
     return json_response({"judgment_id": entity_id, "result": "updated"})
 
 
-def _threshold(body: dict[str, Any], field: str, ratings: list[dict[str, Any]]) -> float:
-    """The given threshold, else the experiments' relevance rule over the list's ratings
-    (max(half the highest rating, the 90th percentile), docs/algorithms.md, "Relevance
-    threshold")."""
-    value = body.get(field)
-    if value is not None:
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise BadRequest(f"{field} must be a number, got: {value}")
-        return float(value)
+def _default_threshold(ratings: list[dict[str, Any]]) -> float:
+    """The experiments' relevance rule over a list's ratings (max(half the highest rating, the
+    90th percentile), docs/algorithms.md, "Relevance threshold")."""
     values = [agreement.parse_rating(r.get("rating"), e.get("query", ""), r.get("docId", ""))
               for e in ratings for r in e.get("ratings") or []]
     return float(relevance_threshold(np.array(values, dtype=np.float64)))
+
+
+def _completed(judgment_id: str) -> dict[str, Any]:
+    doc = repository(JUDGMENT_INDEX).get_source(judgment_id)
+    if doc is None:
+        raise NotFound(f"Judgment not found: {judgment_id}")
+    if doc.get("status") != "COMPLETED":
+        raise Conflict(f"Judgment [{judgment_id}] is {doc.get('status')}; compare it once it "
+                       "is COMPLETED")
+    return doc
 
 
 @bp.post("/_compare")
@@ -240,29 +214,12 @@ def compare_judgments() -> Response:
     people's), over the query-document pairs both rated."""
     body = json_body()
     assert body is not None
-    ids = {}
-    for role in ("reference", "candidate"):
-        value = body.get(f"{role}JudgmentId", body.get(role))
-        if not isinstance(value, str) or not value.strip():
-            raise BadRequest(f"{role}JudgmentId is required")
-        ids[role] = value
-    if ids["reference"] == ids["candidate"]:
-        raise BadRequest("A judgment list cannot be compared with itself; give two different "
-                         "judgment ids")
-    repo = repository(JUDGMENT_INDEX)
-    docs = {}
-    for role, judgment_id in ids.items():
-        doc = repo.get_source(judgment_id)
-        if doc is None:
-            raise NotFound(f"Judgment not found: {judgment_id}")
-        if doc.get("status") != "COMPLETED":
-            raise Conflict(f"Judgment [{judgment_id}] is {doc.get('status')}; compare it once it "
-                           "is COMPLETED")
-        docs[role] = doc
+    fields = load(CompareSchema(CompareRules(_completed, _default_threshold)), body)
+    roles = ("reference", "candidate")
+    ids = {role: fields[role] for role in roles}
+    docs = fields["lists"]
+    thresholds = {role: fields[f"{role}Threshold"] for role in roles}
     try:
-        thresholds = {role: _threshold(body, f"{role}Threshold",
-                                       docs[role].get("judgmentRatings") or [])
-                      for role in ids}
         report = agreement.compare(docs["reference"].get("judgmentRatings") or [],
                                    docs["candidate"].get("judgmentRatings") or [],
                                    thresholds["reference"], thresholds["candidate"])
