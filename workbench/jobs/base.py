@@ -4,9 +4,9 @@
   is delivered again (jobs are idempotent: they take an entity id and overwrite its result).
 * Outages are waited out: a job that loses the cluster or Redis (a transient fault) is run again
   in the same process, with capped exponential backoff, until ``WORKBENCH_OUTAGE_BUDGET``
-  seconds have passed since its first failure; its lease heartbeat keeps running meanwhile, and
-  its message stays unacknowledged (``acks_late``). Jobs are idempotent, so running one again
-  from the start is safe.
+  seconds have passed since its first failure (``wait_out``, a tenacity ``Retrying``); its lease
+  heartbeat keeps running meanwhile, and its message stays unacknowledged (``acks_late``). Jobs
+  are idempotent, so running one again from the start is safe.
 * A job that fails for good writes ``status: ERROR`` and its reason into the entity document.
   If even that write cannot reach the cluster (waited for up to ``FAILURE_WRITE_WAIT``), the
   entity stays ``PROCESSING``/``RETRYING`` with neither a queued marker nor a lease (the lease
@@ -29,6 +29,7 @@ from celery import Task
 from celery.exceptions import Retry
 from opensearchpy.exceptions import ConnectionError as OpenSearchConnectionError
 from opensearchpy.exceptions import ConnectionTimeout, TransportError
+from tenacity import RetryCallState, Retrying, retry_if_exception, wait_exponential
 
 from workbench.errors import ClusterUnavailable
 from workbench.jobs import leases
@@ -55,31 +56,62 @@ def is_transient(exc: BaseException) -> bool:
     return isinstance(exc, TransportError) and exc.status_code == 503
 
 
+class _OutageBudget:
+    """The stop, wait and logging of one ``wait_out``: the budget runs from the first transient
+    fault (not from the first attempt, which may have worked for an hour before the outage)."""
+
+    def __init__(self, budget: float, what: str, backoff_max: float) -> None:
+        self.budget = budget
+        self.what = what
+        self.first: float | None = None
+        self.backoff = wait_exponential(multiplier=1, max=backoff_max)  # 1, 2, 4 ... max
+
+    def spent(self, state: RetryCallState) -> float:
+        """Seconds from the first transient fault to the one ``state`` holds."""
+        now = state.outcome_timestamp
+        now = time.monotonic() if now is None else now
+        self.first = now if self.first is None else self.first
+        return now - self.first
+
+    def wait(self, state: RetryCallState) -> float:
+        return min(self.backoff(state), self.budget - self.spent(state))
+
+    def stop(self, state: RetryCallState) -> bool:
+        return self.budget - self.spent(state) <= 0
+
+    def give_up(self, state: RetryCallState) -> Any:
+        """Log, then raise the last fault."""
+        exc = _fault(state)
+        log.error("%s: still failing after %.0f s (%s); giving up", self.what, self.spent(state),
+                  failure_reason(exc))
+        raise exc
+
+    def warn(self, state: RetryCallState) -> None:
+        assert state.next_action is not None
+        exc = _fault(state)
+        log.warning("%s: %s (%s); trying again in %.0f s (outage budget left %.0f s)",
+                    self.what, type(exc).__name__, failure_reason(exc), state.next_action.sleep,
+                    self.budget - self.spent(state))
+
+
+def _fault(state: RetryCallState) -> BaseException:
+    """The fault of the attempt ``state`` holds (only failed attempts are retried)."""
+    exc = state.outcome.exception() if state.outcome is not None else None
+    assert exc is not None
+    return exc
+
+
 def wait_out(action: Callable[[], Any], budget: float, what: str,
              backoff_max: float = OUTAGE_BACKOFF_MAX) -> Any:
     """Run ``action`` until it returns or raises a fault that is not transient; transient faults
     are retried after 1, 2, 4 ... ``backoff_max`` s until ``budget`` seconds have passed since
     the first of them, then the last one is raised."""
-    first: float | None = None
-    delay = 1.0
-    while True:
-        try:
-            return action()
-        except Exception as exc:
-            if not is_transient(exc):
-                raise
-            now = time.monotonic()
-            first = now if first is None else first
-            left = budget - (now - first)
-            if left <= 0:
-                log.error("%s: still failing after %.0f s (%s); giving up", what, now - first,
-                          failure_reason(exc))
-                raise
-            pause = min(delay, left, backoff_max)
-            log.warning("%s: %s (%s); trying again in %.0f s (outage budget left %.0f s)",
-                        what, type(exc).__name__, failure_reason(exc), pause, left)
-            time.sleep(pause)
-            delay = min(delay * 2, backoff_max)
+    outage = _OutageBudget(budget, what, backoff_max)
+    return Retrying(
+        retry=retry_if_exception(is_transient), stop=outage.stop, wait=outage.wait,
+        before_sleep=outage.warn, retry_error_callback=outage.give_up,
+        sleep=lambda seconds: time.sleep(float(seconds)),
+    )(action)
 
 
 class JobFailed(Exception):

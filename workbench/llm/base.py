@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
 import urllib3
+from tenacity import RetryCallState, Retrying, retry_if_exception_type, stop_after_attempt
 
 from workbench.llm.endpoints import EndpointRefused
 from workbench.telemetry.logs import redact
@@ -171,26 +172,41 @@ def call_with_retries(
     attempt: Callable[[], T],
     sleep: Callable[[float], None] = time.sleep,
 ) -> T:
-    """Run ``attempt`` until it returns, raises LLMError, or ``max_retries`` retries are spent."""
+    """Run ``attempt`` until it returns, raises LLMError, or ``max_retries`` retries are spent
+    (a tenacity ``Retrying``: only ``Transient`` is retried, after ``policy.delay``)."""
     tries = max_retries + 1
-    for number in range(tries):
-        try:
-            return attempt()
-        except Transient as exc:
-            if number + 1 >= tries:
-                raise LLMError(
-                    model_id,
-                    f"{exc.reason} (gave up after {tries} attempt{'s' if tries > 1 else ''})",
-                    status=exc.status,
-                    retryable=True,
-                ) from None
-            wait = policy.delay(number, exc.retry_after)
-            log.warning(
-                "LLM model [%s]: %s; retry %d of %d in %.2fs",
-                model_id, exc.reason, number + 1, max_retries, wait,
-            )
-            sleep(wait)
-    raise AssertionError("unreachable")  # pragma: no cover
+
+    def transient(state: RetryCallState) -> Transient:
+        exc = state.outcome.exception() if state.outcome is not None else None
+        assert isinstance(exc, Transient)  # nothing else is retried
+        return exc
+
+    def wait(state: RetryCallState) -> float:
+        if state.attempt_number >= tries:  # the last attempt: no pause (and no jitter drawn)
+            return 0.0
+        return policy.delay(state.attempt_number - 1, transient(state).retry_after)
+
+    def warn(state: RetryCallState) -> None:
+        assert state.next_action is not None
+        log.warning(
+            "LLM model [%s]: %s; retry %d of %d in %.2fs",
+            model_id, transient(state).reason, state.attempt_number, max_retries,
+            state.next_action.sleep,
+        )
+
+    retrying = Retrying(
+        retry=retry_if_exception_type(Transient), stop=stop_after_attempt(tries), wait=wait,
+        before_sleep=warn, sleep=lambda seconds: sleep(float(seconds)), reraise=True,
+    )
+    try:
+        return retrying(attempt)
+    except Transient as exc:
+        raise LLMError(
+            model_id,
+            f"{exc.reason} (gave up after {tries} attempt{'s' if tries > 1 else ''})",
+            status=exc.status,
+            retryable=True,
+        ) from None
 
 
 def parse_retry_after(value: str | None) -> float | None:
