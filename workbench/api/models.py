@@ -14,6 +14,7 @@ caller without it gets the cluster's own 403 before the body is even read.
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 from flask import Blueprint, Response
@@ -24,6 +25,8 @@ from workbench.errors import BadRequest, Conflict, NotFound
 from workbench.llm.endpoints import EndpointPolicy
 from workbench.llm.secrets import SecretKeyMissing
 from workbench.llm.spec import ModelSpec, SpecError, check_api_key, normalise, parse_spec
+from workbench.schemas.body import load
+from workbench.schemas.models import ModelChangesSchema, ModelSchema
 from workbench.store.identity import check_can_write
 from workbench.store.indices import MODELS_INDEX
 from workbench.store.models import SECRET_FIELD, ModelStore, public
@@ -48,18 +51,12 @@ def _env_public(spec: ModelSpec) -> dict[str, Any]:
     return {**spec.public(), "apiKeySet": spec.api_key_env is not None, "source": "environment"}
 
 
-def _validate(data: dict[str, Any]) -> ModelSpec:
-    try:
-        policy = EndpointPolicy.from_config(services().config)
-        spec = parse_spec(data, check_endpoint=policy.check_registered)
-        if data.get("apiKey") is not None:
-            check_api_key(data["apiKey"])
-            if data.get("apiKeyEnv") is not None:
-                raise SpecError("apiKey", 'and "apiKeyEnv" cannot both be given: store the key, '
-                                          "or name the environment variable holding it")
-    except SpecError as exc:
-        raise BadRequest(f"Invalid model: {exc}") from None
-    return spec
+def _validate(data: dict[str, Any]) -> tuple[ModelSpec, str | None]:
+    """The model a complete body registers, and the key it gives to store (or None)."""
+    policy = EndpointPolicy.from_config(services().config)
+    parse = partial(parse_spec, check_endpoint=policy.check_registered)
+    fields = load(ModelSchema(parse=parse, check_key=check_api_key, invalid=SpecError), data)
+    return fields["spec"], fields["apiKey"]
 
 
 def _may_write() -> None:
@@ -82,12 +79,11 @@ def _document(spec: ModelSpec, token: str | None, created: dict[str, Any]) -> di
     return doc
 
 
-def _normalised(body: dict[str, Any]) -> dict[str, Any]:
+def _changes(body: dict[str, Any], path_id: str | None = None) -> dict[str, Any]:
     """The body with canonical field names (``base_url`` -> ``endpoint``...)."""
-    try:
-        return normalise(body)[0]
-    except SpecError as exc:
-        raise BadRequest(f"Invalid model: {exc}") from None
+    schema = ModelChangesSchema(normalise=lambda b: normalise(b)[0], invalid=SpecError,
+                                path_id=path_id)
+    return load(schema, body)
 
 
 @bp.route("", methods=["PUT", "POST"])
@@ -95,12 +91,12 @@ def create_model() -> Response:
     _may_write()
     body = json_body()
     assert body is not None
-    data = {k: v for k, v in _normalised(body).items() if v is not None}
+    data = {k: v for k, v in _changes(body).items() if v is not None}
     data.setdefault("id", new_id())
-    spec = _validate(data)
+    spec, api_key = _validate(data)
     if _env_spec(spec.id) is not None:
         raise Conflict(ENV_MODEL.format(id=spec.id))
-    token = _encrypt(data["apiKey"]) if data.get("apiKey") is not None else None
+    token = _encrypt(api_key) if api_key is not None else None
     now = now_iso()
     _store().create(_document(spec, token, {"timestamp": now, **caller.created_by()}))
     return json_response({"model_id": spec.id, "result": "created"})
@@ -134,9 +130,7 @@ def update_model(entity_id: str) -> Response:
         raise Conflict(ENV_MODEL.format(id=entity_id))
     body = json_body()
     assert body is not None
-    changes = _normalised(body)
-    if changes.get("id", entity_id) != entity_id:
-        raise BadRequest('Invalid model: field "id" cannot be changed (it is the path\'s id)')
+    changes = _changes(body, path_id=entity_id)
     store = _store()
     found = store.get(entity_id)
     if found is None:
@@ -149,12 +143,12 @@ def update_model(entity_id: str) -> Response:
     if changes.get("apiKey") is not None and "apiKeyEnv" not in changes:
         data.pop("apiKeyEnv", None)  # a stored key replaces the environment variable's name
     data = {k: v for k, v in data.items() if v is not None}  # null removes a field
-    spec = _validate(data)
+    spec, api_key = _validate(data)
     token = None if replace_all else doc.get(SECRET_FIELD)
     if "apiKey" in changes or changes.get("apiKeyEnv") is not None:
         token = None  # a new key, no key, or a key from the environment instead
-    if data.get("apiKey") is not None:
-        token = _encrypt(data["apiKey"])
+    if api_key is not None:
+        token = _encrypt(api_key)
     created: dict[str, Any] = {k: doc[k] for k in ("timestamp", "createdBy") if k in doc}
     store.replace(_document(spec, token, created), version)
     return json_response({"model_id": entity_id, "result": "updated"})
