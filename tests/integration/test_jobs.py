@@ -15,6 +15,7 @@ from opensearchpy import OpenSearch
 
 from tests.support.job_tasks import ENTITY_INDEX
 from tests.support.processes import Worker
+from tests.support.waiting import settled
 from workbench.jobs.celery_app import celery_app
 
 
@@ -34,13 +35,7 @@ def new_entity(direct: OpenSearch) -> str:
 
 
 def wait_status(direct: OpenSearch, entity_id: str, timeout: float = 60) -> dict[str, Any]:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        doc = direct.get(index=ENTITY_INDEX, id=entity_id)["_source"]
-        if doc["status"] != "PROCESSING":
-            return doc  # type: ignore[no-any-return]
-        time.sleep(0.2)
-    raise AssertionError(f"{entity_id} still PROCESSING after {timeout}s")
+    return settled(direct, ENTITY_INDEX, entity_id, timeout, running=("PROCESSING",))
 
 
 def send(worker: Worker, name: str, *args: Any) -> None:

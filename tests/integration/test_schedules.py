@@ -14,11 +14,12 @@ from opensearchpy import OpenSearch
 
 from tests.support.api import Api
 from tests.support.processes import Proc, Worker
+from tests.support.scheduling import JOBS, scheduled
+from tests.support.waiting import settled
 from workbench.config import Config
 from workbench.experiments.scheduling import PARSE_ERROR, Scheduler
 from workbench.services import Services
 
-JOBS = ".search-relevance-scheduled-experiment-jobs"
 HISTORY = ".search-relevance-scheduled-experiment-history"
 EVALUATIONS = "search-relevance-evaluation-result"
 WB = "plugins.search_relevance."
@@ -117,24 +118,14 @@ def test_minimum_interval_and_the_gate(api: Api, experiment: str) -> None:
 
 
 def wait_history(direct: OpenSearch, history_id: str, timeout: float = 60) -> dict[str, Any]:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        doc = direct.get(index=HISTORY, id=history_id)["_source"]
-        if doc["status"] != "PROCESSING":
-            return doc  # type: ignore[no-any-return]
-        time.sleep(0.2)
-    raise AssertionError("run still PROCESSING")
+    return settled(direct, HISTORY, history_id, timeout, running=("PROCESSING",))
 
 
 def test_due_jobs_fire_once_and_runs_tag_their_results(api: Api, experiment: str,
                                                        env: dict[str, str],
                                                        direct: OpenSearch) -> None:
-    api.srw("POST", "/experiments/schedule", {"experimentId": experiment,
-                                              "cronExpression": "*/5 * * * *"})
     try:
-        job = direct.get(index=JOBS, id=experiment)["_source"]
-        scheduler = Scheduler(Services(Config.from_env(env)))
-        enabled = datetime.fromtimestamp(job["enabledTime"] / 1000, UTC)
+        scheduler, enabled = scheduled(api, direct, env, experiment, "*/5 * * * *")
         next_fire = (enabled + timedelta(minutes=5)).replace(second=0, microsecond=0)
         next_fire -= timedelta(minutes=next_fire.minute % 5)
         if next_fire <= enabled:
@@ -224,10 +215,8 @@ def test_a_schedule_that_cannot_fire_does_not_stop_the_others(
     direct.index(index=JOBS, id=bad, refresh=True, body={
         "id": bad, "enabled": True, "enabledTime": 0, "lastUpdateTime": 0,
         "schedule": {"cron": {"expression": "0 0 30 2 *", "timezone": "UTC"}}})
-    api.srw("POST", "/experiments/schedule", {"experimentId": experiment,
-                                              "cronExpression": "* * * * *"})
     try:
-        scheduler = Scheduler(Services(Config.from_env(env)))
+        scheduler, _ = scheduled(api, direct, env, experiment, "* * * * *")
         started = scheduler.tick(now=datetime.now(UTC) + timedelta(minutes=2))
         assert len(started) == 1
         assert wait_history(direct, started[0])["experimentId"] == experiment

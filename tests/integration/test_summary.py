@@ -153,12 +153,10 @@ def test_scheduled_runs_history_flags_a_significant_drop(
         api: Api, direct: OpenSearch, env: dict[str, str], worker: Any) -> None:
     """Two scheduled runs: the second after ten of twelve queries lost their relevant document,
     so NDCG@3 drops from 1.0 to 1/6 and the history flags it."""
-    from datetime import UTC, datetime, timedelta
+    from datetime import timedelta
 
-    from tests.integration.test_schedules import JOBS, wait_history
-    from workbench.config import Config
-    from workbench.experiments.scheduling import Scheduler
-    from workbench.services import Services
+    from tests.integration.test_schedules import wait_history
+    from tests.support.scheduling import scheduled
 
     index = f"test-sum-sched-{uuid.uuid4().hex[:6]}"
     for i in range(12):
@@ -178,12 +176,8 @@ def test_scheduled_runs_history_flags_a_significant_drop(
                                  "searchConfigurationList": [config],
                                  "judgmentList": [judgment], "size": 3})
     assert wait(api, f"/experiments/{experiment_id}")["status"] == "COMPLETED"
-    api.srw("POST", "/experiments/schedule", {"experimentId": experiment_id,
-                                              "cronExpression": "*/5 * * * *"})
     try:
-        job = direct.get(index=JOBS, id=experiment_id)["_source"]
-        scheduler = Scheduler(Services(Config.from_env(env)))
-        start = datetime.fromtimestamp(job["enabledTime"] / 1000, UTC)
+        scheduler, start = scheduled(api, direct, env, experiment_id, "*/5 * * * *")
         [first] = scheduler.tick(now=start + timedelta(minutes=6))
         assert wait_history(direct, first)["status"] == "COMPLETED"
         for i in range(10):

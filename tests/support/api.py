@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 from urllib.parse import urlencode
 
 import urllib3
@@ -57,3 +57,18 @@ class Api:
 
     def srw(self, method: str, path: str, body: Any = None, **kwargs: Any) -> Reply:
         return self.call(method, SRW + path, body, **kwargs)
+
+
+class SrwCaller(Protocol):
+    """What calls SRW routes: an ``Api``, or a test's client that acts as one user."""
+
+    def srw(self, method: str, path: str, body: Any = None) -> Reply: ...
+
+
+def search_configuration(api: SrwCaller, name: str, index: str, query: str,
+                         **extra: Any) -> str:
+    """PUT a search configuration (it must be a 200) and return its id."""
+    reply = api.srw("PUT", "/search_configurations",
+                    {"name": name, "index": index, "query": query, **extra})
+    assert reply.status == 200, reply.data
+    return str(reply.json["search_configuration_id"])
