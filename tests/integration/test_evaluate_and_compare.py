@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import time
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -16,6 +15,7 @@ from tests.conftest import JUDGE_MODEL
 from tests.support.api import Api
 from tests.support.llm_server import LLMServer
 from tests.support.processes import Worker
+from tests.support.waiting import finished
 from workbench.store.repository import now_iso
 
 PRODUCTS = {
@@ -182,13 +182,7 @@ def test_llm_failure_in_evaluate_is_a_502_naming_the_model(api: Api, llm: LLMSer
 
 
 def wait(api: Api, path: str) -> dict[str, Any]:
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        source = api.srw("GET", path).json["hits"]["hits"][0]["_source"]
-        if source["status"] not in ("PROCESSING", "RETRYING"):
-            return source  # type: ignore[no-any-return]
-        time.sleep(0.2)
-    raise AssertionError(path)
+    return finished(api, path, 120)
 
 
 def test_reference_judgment_job(api: Api, worker: Worker, catalogue: str) -> None:

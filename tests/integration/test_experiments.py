@@ -4,7 +4,6 @@ validate, delete cascade, idempotent re-runs and bad input."""
 from __future__ import annotations
 
 import math
-import time
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -12,8 +11,9 @@ from typing import Any
 import pytest
 from opensearchpy import OpenSearch
 
-from tests.support.api import Api
+from tests.support.api import Api, search_configuration
 from tests.support.processes import Worker
+from tests.support.waiting import finished
 from workbench.jobs.celery_app import celery_app
 
 EXPERIMENTS = ".plugins-search-relevance-experiment"
@@ -42,10 +42,7 @@ def world(api: Api, direct: OpenSearch, worker: Worker) -> Iterator[dict[str, An
     direct.indices.refresh(index=index)
 
     def config(name: str, query: str) -> str:
-        reply = api.srw("PUT", "/search_configurations", {"name": name, "index": index,
-                                                          "query": query})
-        assert reply.status == 200, reply.data
-        return str(reply.json["search_configuration_id"])
+        return search_configuration(api, name, index, query)
 
     by_rank = config("by rank", '{"query":{"match":{"title":"%SearchText%"}},'
                                 '"sort":[{"rank":"asc"}]}')
@@ -70,13 +67,7 @@ def world(api: Api, direct: OpenSearch, worker: Worker) -> Iterator[dict[str, An
 
 
 def wait(api: Api, path: str, timeout: float = 180) -> dict[str, Any]:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        source = api.srw("GET", path).json["hits"]["hits"][0]["_source"]
-        if source["status"] not in ("PROCESSING", "RETRYING"):
-            return source  # type: ignore[no-any-return]
-        time.sleep(0.25)
-    raise AssertionError(f"{path} still running")
+    return finished(api, path, timeout, interval=0.25)
 
 
 def create(api: Api, body: dict[str, Any]) -> str:

@@ -18,6 +18,7 @@ from opensearchpy import OpenSearch
 from tests.support.api import Api, Reply
 from tests.support.processes import Server, Worker, free_port
 from tests.support.relay import TcpRelay
+from tests.support.waiting import settled
 from workbench.jobs import leases
 from workbench.store.indices import (
     EVALUATE_BATCH_INDEX,
@@ -49,12 +50,7 @@ def ids_named(direct: OpenSearch, index: str, name: str) -> list[str]:
 
 
 def wait_status(direct: OpenSearch, index: str, entity_id: str, timeout: float = 60) -> str:
-    deadline = time.monotonic() + timeout
-    while True:
-        status = str(direct.get(index=index, id=entity_id)["_source"]["status"])
-        if status != "PROCESSING" or time.monotonic() > deadline:
-            return status
-        time.sleep(0.2)
+    return str(settled(direct, index, entity_id, timeout, running=("PROCESSING",))["status"])
 
 
 def keyed(key: str) -> dict[str, dict[str, str]]:
@@ -94,14 +90,21 @@ def names(direct: OpenSearch) -> Iterator[list[tuple[str, str]]]:
                                refresh=True, conflicts="proceed", ignore=[404])
 
 
+def warm_name_and_key(api: Api, names: list[tuple[str, str]], label: str) -> tuple[str, str]:
+    """A judgment name (its judgments deleted after the test) and an Idempotency-Key, both
+    starting with ``label``, once the server has answered a first request (the create under
+    test is not the server's first request)."""
+    name = f"{label}-{uuid.uuid4().hex[:8]}"
+    names.append((JUDGMENT_INDEX, name))
+    assert api.srw("GET", "/judgments").status == 200  # the server is warm
+    return name, f"{label}-{uuid.uuid4()}"
+
+
 def test_a_create_the_frozen_cluster_stored_is_a_504_naming_it_and_its_retry_gets_it(
         behind_relay: tuple[TcpRelay, Api], direct: OpenSearch, redis_url: str,
         names: list[tuple[str, str]]) -> None:
     relay, api = behind_relay
-    name = f"frozen-{uuid.uuid4().hex[:8]}"
-    names.append((JUDGMENT_INDEX, name))
-    key = f"frozen-{uuid.uuid4()}"
-    assert api.srw("GET", "/judgments").status == 200  # the server is warm
+    name, key = warm_name_and_key(api, names, "frozen")
 
     relay.hold(CREATE_JUDGMENT)  # the create reaches the cluster; its answer never comes back
     reply, took = timed(lambda: api.srw("PUT", "/judgments", judgment(name), **keyed(key)))
@@ -137,10 +140,7 @@ def test_a_refused_create_is_a_503_saying_it_was_not_stored(
         behind_relay: tuple[TcpRelay, Api], direct: OpenSearch,
         names: list[tuple[str, str]]) -> None:
     relay, api = behind_relay
-    name = f"refused-{uuid.uuid4().hex[:8]}"
-    names.append((JUDGMENT_INDEX, name))
-    key = f"refused-{uuid.uuid4()}"
-    assert api.srw("GET", "/judgments").status == 200  # the server is warm
+    name, key = warm_name_and_key(api, names, "refused")
 
     relay.stop_after(READ_SETTINGS)  # the relay is gone by the time the create connects
     reply = api.srw("PUT", "/judgments", judgment(name), **keyed(key))

@@ -16,6 +16,7 @@ from opensearchpy import OpenSearch
 from tests.support.api import Api
 from tests.support.data import ESCI
 from tests.support.processes import Worker
+from tests.support.waiting import finished
 from workbench.store.repository import now_iso
 
 INDEX = "search-relevance-judgment"
@@ -23,15 +24,7 @@ EXPERIMENTS = ".plugins-search-relevance-experiment"
 
 
 def wait_done(api: Api, judgment_id: str, timeout: float = 120) -> dict[str, Any]:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        reply = api.srw("GET", f"/judgments/{judgment_id}")
-        assert reply.status == 200, reply.data
-        source: dict[str, Any] = reply.json["hits"]["hits"][0]["_source"]
-        if source["status"] not in ("PROCESSING", "RETRYING"):
-            return source
-        time.sleep(0.2)
-    raise AssertionError(f"judgment {judgment_id} still running after {timeout}s")
+    return finished(api, f"/judgments/{judgment_id}", timeout)
 
 
 def create(api: Api, body: dict[str, Any]) -> str:

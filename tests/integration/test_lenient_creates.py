@@ -15,10 +15,11 @@ from typing import Any
 import pytest
 from opensearchpy import OpenSearch
 
-from tests.support.api import Api
+from tests.support.api import Api, search_configuration
 from tests.support.llm_server import LLMServer
 from tests.support.processes import Server, Worker
 from tests.support.small_job import SmallJob, small_job
+from tests.support.waiting import finished
 
 CONFIGS = "search-relevance-search-config"
 EVALUATIONS = "search-relevance-evaluation-result"
@@ -50,24 +51,18 @@ def source(api: Api, path: str) -> dict[str, Any]:
 
 
 def wait(api: Api, path: str, timeout: float = 120) -> dict[str, Any]:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        found = source(api, path)
-        if found["status"] not in ("PROCESSING", "RETRYING"):
-            return found
-        time.sleep(0.2)
-    raise AssertionError(f"{path} still running")
+    return finished(api, path, timeout)
 
 
 def config(api: Api, index: str, query: str, **extra: Any) -> str:
-    reply = api.srw("PUT", "/search_configurations", {
-        "name": f"sc-{uuid.uuid4().hex[:6]}", "index": index, "query": query, **extra})
-    assert reply.status == 200, reply.data
-    return str(reply.json["search_configuration_id"])
+    return search_configuration(api, f"sc-{uuid.uuid4().hex[:6]}", index, query, **extra)
 
 
-def experiment(api: Api, body: dict[str, Any]) -> str:
-    reply = api.srw("PUT", "/experiments", {"type": "POINTWISE_EVALUATION", "size": 5, **body})
+def experiment(api: Api, job: SmallJob, config: str, judgment: str) -> str:
+    """A pointwise experiment over the job's query set, one configuration and one judgment."""
+    reply = api.srw("PUT", "/experiments", {
+        "type": "POINTWISE_EVALUATION", "size": 5, "querySetId": job.query_set_id,
+        "searchConfigurationList": [config], "judgmentList": [judgment]})
     assert reply.status == 200, reply.data
     return str(reply.json["experiment_id"])
 
@@ -86,9 +81,7 @@ def test_a_query_without_the_query_text_is_stored_as_given_and_runs(
     query = '{"query":{"match_all":{}},"sort":[{"_id":"asc"}]}'
     baseline = config(api, job.index, query)
     assert direct.get(index=CONFIGS, id=baseline)["_source"]["query"] == query
-    experiment_id = experiment(api, {"querySetId": job.query_set_id,
-                                     "searchConfigurationList": [baseline],
-                                     "judgmentList": [imported]})
+    experiment_id = experiment(api, job, baseline, imported)
     done = wait(api, f"/experiments/{experiment_id}")
     assert done["status"] == "COMPLETED", done["results"]
     found = evaluations(direct, experiment_id)
@@ -107,9 +100,7 @@ def test_a_pipeline_that_does_not_exist_yet_is_accepted_and_named_when_a_job_run
     reason = (f"Search pipeline [{pipeline}] of search configuration [{piped}] does not exist "
               "in the cluster")
 
-    experiment_id = experiment(api, {"querySetId": job.query_set_id,
-                                     "searchConfigurationList": [piped],
-                                     "judgmentList": [imported]})
+    experiment_id = experiment(api, job, piped, imported)
     failed = wait(api, f"/experiments/{experiment_id}")
     assert (failed["status"], failed["results"]) == ("ERROR", [{"error": reason}])
     assert evaluations(direct, experiment_id) == {}
@@ -122,9 +113,7 @@ def test_a_pipeline_that_does_not_exist_yet_is_accepted_and_named_when_a_job_run
     direct.transport.perform_request("PUT", f"/_search/pipeline/{pipeline}", body={
         "request_processors": [{"filter_query": {"query": {"ids": {"values": ["p0"]}}}}]})
     try:
-        experiment_id = experiment(api, {"querySetId": job.query_set_id,
-                                         "searchConfigurationList": [piped],
-                                         "judgmentList": [imported]})
+        experiment_id = experiment(api, job, piped, imported)
         done = wait(api, f"/experiments/{experiment_id}")
         assert done["status"] == "COMPLETED", done["results"]
         assert [ids for ids, _ in evaluations(direct, experiment_id).values()] == [["p0"]]
@@ -136,9 +125,7 @@ def test_an_experiment_waits_for_a_judgment_still_being_generated(
         api: Api, direct: OpenSearch, job: SmallJob, llm: LLMServer) -> None:
     llm.latency = 1.5
     judgment = job.start(api, "slow")
-    experiment_id = experiment(api, {"querySetId": job.query_set_id,
-                                     "searchConfigurationList": [job.config_id],
-                                     "judgmentList": [judgment]})
+    experiment_id = experiment(api, job, job.config_id, judgment)
     try:
         deadline = time.monotonic() + 30
         while True:
@@ -157,9 +144,7 @@ def test_an_experiment_waits_for_a_judgment_still_being_generated(
     assert "progress" not in done
 
     # The same experiment created now, with the judgment finished, computes the same results.
-    again = experiment(api, {"querySetId": job.query_set_id,
-                             "searchConfigurationList": [job.config_id],
-                             "judgmentList": [judgment]})
+    again = experiment(api, job, job.config_id, judgment)
     assert wait(api, f"/experiments/{again}")["status"] == "COMPLETED"
     waited, direct_run = evaluations(direct, experiment_id), evaluations(direct, again)
     assert waited == direct_run and len(waited) == 3
@@ -172,9 +157,7 @@ def test_a_judgment_that_ends_error_ends_the_waiting_experiment_error(
     llm.latency = 3.0
     try:
         judgment = job.start(api, "to cancel")
-        experiment_id = experiment(api, {"querySetId": job.query_set_id,
-                                         "searchConfigurationList": [job.config_id],
-                                         "judgmentList": [judgment]})
+        experiment_id = experiment(api, job, job.config_id, judgment)
         assert api.srw("POST", f"/judgments/{judgment}/_cancel").status == 200
         assert wait(api, f"/judgments/{judgment}")["status"] == "ERROR"
     finally:
@@ -195,9 +178,7 @@ def test_a_waiting_experiment_can_be_cancelled(api: Api, job: SmallJob,
     llm.latency = 3.0
     try:
         judgment = job.start(api, "slow for cancel")
-        experiment_id = experiment(api, {"querySetId": job.query_set_id,
-                                         "searchConfigurationList": [job.config_id],
-                                         "judgmentList": [judgment]})
+        experiment_id = experiment(api, job, job.config_id, judgment)
         assert api.srw("POST", f"/experiments/{experiment_id}/_cancel").status == 200
         failed = wait(api, f"/experiments/{experiment_id}", timeout=30)
         assert (failed["status"], failed["results"]) == (
@@ -225,9 +206,7 @@ def test_the_wait_is_bounded(impatient: Api, job: SmallJob, llm: LLMServer) -> N
     try:
         judgment = job.start(impatient, "too slow")
         started = time.monotonic()
-        experiment_id = experiment(impatient, {"querySetId": job.query_set_id,
-                                               "searchConfigurationList": [job.config_id],
-                                               "judgmentList": [judgment]})
+        experiment_id = experiment(impatient, job, job.config_id, judgment)
         failed = wait(impatient, f"/experiments/{experiment_id}", timeout=60)
         assert time.monotonic() - started < 8.0  # ended before the judgment could finish
         assert failed["status"] == "ERROR"
