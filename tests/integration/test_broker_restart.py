@@ -29,6 +29,7 @@ from opensearchpy.helpers import bulk
 
 from tests.conftest import JUDGE_MODEL
 from tests.integration.test_split_experiments import written
+from tests.support import waiting
 from tests.support.api import Api
 from tests.support.llm_server import LLMServer
 from tests.support.processes import RedisServer, Server, Worker, free_port
@@ -116,15 +117,8 @@ def world(stack: Stack, direct: OpenSearch, ubi_data: None) -> Iterator[dict[str
 
 
 def finished(api: Api, path: str, timeout: float = 300) -> dict[str, Any]:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        reply = api.srw("GET", path)
-        if reply.status == 200:
-            source = reply.json["hits"]["hits"][0]["_source"]
-            if source["status"] not in ("PROCESSING", "RETRYING"):
-                return source  # type: ignore[no-any-return]
-        time.sleep(0.3)
-    raise AssertionError(f"{path} still running after {timeout}s")
+    """A reply other than a 200 is asked again: these tests take services away."""
+    return waiting.finished(api, path, timeout, interval=0.3, retry_errors=True)
 
 
 def running(api: Api, path: str, moved: Callable[[dict[str, Any]], bool],

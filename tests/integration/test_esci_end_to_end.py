@@ -26,7 +26,7 @@ from tests.integration.esci_summary_checks import (
     check_pointwise_summary,
 )
 from tests.integration.test_experiments import EVALUATIONS, VARIANTS, by_experiment, create, wait
-from tests.support.api import Api
+from tests.support.api import Api, search_configuration
 from tests.support.data import ESCI, UBI_SAMPLE
 from tests.support.processes import REPO, Worker
 
@@ -62,10 +62,7 @@ def esci(api: Api, env: dict[str, str], direct: OpenSearch, worker: Worker
     assert wait(api, f"/judgments/{judgment}")["status"] == "COMPLETED"
 
     def config(name: str, query: dict[str, Any]) -> str:
-        reply = api.srw("PUT", "/search_configurations",
-                        {"name": name, "index": products, "query": json.dumps(query)})
-        assert reply.status == 200, reply.data
-        return str(reply.json["search_configuration_id"])
+        return search_configuration(api, name, products, json.dumps(query))
 
     yield {
         "index": products, "querySetId": query_set, "judgment": judgment,

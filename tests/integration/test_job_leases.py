@@ -18,6 +18,7 @@ from tests.support.api import Api
 from tests.support.llm_server import LLMServer
 from tests.support.processes import Server, Worker
 from tests.support.small_job import GENERATE, SmallJob, leases_gone, small_job
+from tests.support.waiting import settled
 from workbench.jobs import leases
 
 LEASE = "2"
@@ -49,13 +50,7 @@ def start_judgment(lapi: Api, setup: SmallJob) -> str:
 
 
 def wait_done(direct: OpenSearch, judgment_id: str, timeout: float = 120) -> dict[str, Any]:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        doc = direct.get(index=INDEX, id=judgment_id)["_source"]
-        if doc["status"] not in ("PROCESSING", "RETRYING"):
-            return doc  # type: ignore[no-any-return]
-        time.sleep(0.2)
-    raise AssertionError(f"{judgment_id} still running after {timeout}s")
+    return settled(direct, INDEX, judgment_id, timeout)
 
 
 def wait_lease(r: redis.Redis, judgment_id: str, timeout: float = 60) -> str:

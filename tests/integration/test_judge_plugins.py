@@ -7,7 +7,6 @@ the API's and the worker's ``PYTHONPATH`` as an installed distribution would be.
 from __future__ import annotations
 
 import os
-import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,6 +17,7 @@ from opensearchpy import OpenSearch
 
 from tests.support.api import Api
 from tests.support.processes import Server, Worker
+from tests.support.waiting import finished
 
 PLUGIN_DIR = Path(__file__).resolve().parents[1] / "support" / "example_judge"
 TITLES = {"a": "Red running shoes", "b": "Running shoes, red", "c": "red running shoes XL"}
@@ -106,14 +106,8 @@ def test_an_installed_judge_builds_a_judgment_list(plugin_api: Api, plugin_worke
             "judgeOptions": {"field": "title"}, "querySetId": query_set,
             "searchConfigurationList": [config], "size": 5})
         assert reply.status == 200, reply.data
-        judgment = reply.json["judgment_id"]
-        deadline = time.monotonic() + 60
-        while True:
-            doc = plugin_api.srw("GET", f"/judgments/{judgment}").json["hits"]["hits"][0][
-                "_source"]
-            if doc["status"] != "PROCESSING" or time.monotonic() > deadline:
-                break
-            time.sleep(0.2)
+        doc = finished(plugin_api, f"/judgments/{reply.json['judgment_id']}", 60,
+                       running=("PROCESSING",))
         assert doc["status"] == "COMPLETED", doc["metadata"]
         assert doc["metadata"]["judge"] == "exact_phrase"
         assert doc["metadata"]["judgeOptions"] == {"field": "title"}

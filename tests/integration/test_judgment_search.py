@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import copy
 import threading
-import time
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -15,6 +14,7 @@ from opensearchpy import OpenSearch
 
 from tests.support.api import Api
 from tests.support.processes import Worker
+from tests.support.waiting import finished
 from workbench.config import REPO_ROOT
 from workbench.store.bootstrap import ensure_index, load_specs
 from workbench.store.migrate import target_name
@@ -83,11 +83,8 @@ def test_the_documented_search_by_query_finds_judgment_lists(
         "name": "searchable", "type": "IMPORT_JUDGMENT", "judgmentRatings": [
             {"query": f"red dress {marker}", "ratings": [{"docId": "B1", "rating": "3"}]}]})
     judgment_id = reply.json["judgment_id"]
-    deadline = time.monotonic() + 60  # the ratings are written by the job
-    while api.srw("GET", f"/judgments/{judgment_id}").json["hits"]["hits"][0]["_source"][
-            "status"] == "PROCESSING":
-        assert time.monotonic() < deadline
-        time.sleep(0.2)
+    # the ratings are written by the job
+    finished(api, f"/judgments/{judgment_id}", 60, running=("PROCESSING",))
     found = api.srw("POST", "/judgments/_search", by_query(f"red dress {marker}"))
     assert found.status == 200, found.data
     hits = found.json["hits"]["hits"]

@@ -9,7 +9,6 @@ before it starts.
 from __future__ import annotations
 
 import json
-import time
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -21,6 +20,7 @@ from tests.conftest import JUDGE_MODEL
 from tests.support.api import Api
 from tests.support.llm_server import LLMServer
 from tests.support.processes import Worker
+from tests.support.waiting import finished
 
 PRICES = {"inputPerMillion": 2.5, "outputPerMillion": 10.0}
 WORDS = "soft breathable mesh upper with a cushioned sole for long days on your feet " * 6
@@ -70,13 +70,7 @@ def body(data: dict[str, Any], model_id: str, **fields: Any) -> dict[str, Any]:
 
 
 def wait(api: Api, judgment_id: str, timeout: float = 120) -> dict[str, Any]:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        source = api.srw("GET", f"/judgments/{judgment_id}").json["hits"]["hits"][0]["_source"]
-        if source["status"] not in ("PROCESSING", "RETRYING"):
-            return source  # type: ignore[no-any-return]
-        time.sleep(0.2)
-    raise AssertionError("judgment did not finish")
+    return finished(api, f"/judgments/{judgment_id}", timeout)
 
 
 def run(api: Api, payload: dict[str, Any]) -> dict[str, Any]:

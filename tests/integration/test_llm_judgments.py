@@ -23,6 +23,7 @@ from tests.support import llm_server as fake
 from tests.support.api import Api
 from tests.support.llm_server import LLMServer
 from tests.support.processes import Server, Worker
+from tests.support.waiting import finished
 from workbench.judgments.llm.chunking import count_tokens
 from workbench.llm.base import messages_string
 
@@ -75,14 +76,7 @@ def body(setup: dict[str, Any], **fields: Any) -> dict[str, Any]:
 def run(api: Api, payload: dict[str, Any], timeout: float = 120) -> dict[str, Any]:
     reply = api.srw("PUT", "/judgments", payload)
     assert reply.status == 200, reply.data
-    judgment_id = reply.json["judgment_id"]
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        source = api.srw("GET", f"/judgments/{judgment_id}").json["hits"]["hits"][0]["_source"]
-        if source["status"] not in ("PROCESSING", "RETRYING"):
-            return source  # type: ignore[no-any-return]
-        time.sleep(0.2)
-    raise AssertionError("judgment did not finish")
+    return finished(api, f"/judgments/{reply.json['judgment_id']}", timeout)
 
 
 def direct_hits(direct: OpenSearch, index: str, field: str, text: str) -> list[str]:
@@ -506,11 +500,7 @@ def test_a_killed_worker_process_redelivers_the_job(api: Api, worker: Worker,
             psutil.Process(pid).send_signal(signal.SIGKILL)  # the job dies mid-call
     finally:
         llm.latency = 0.0
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        doc = api.srw("GET", f"/judgments/{judgment_id}").json["hits"]["hits"][0]["_source"]
-        if doc["status"] != "PROCESSING":
-            break
-        time.sleep(0.3)
+    doc = finished(api, f"/judgments/{judgment_id}", 120, running=("PROCESSING",),
+                   interval=0.3)
     assert doc["status"] == "COMPLETED", doc["metadata"]
     assert doc["metadata"]["successfulQueries"] == 3

@@ -15,6 +15,7 @@ from tests.conftest import JUDGE_MODEL
 from tests.support.api import Api
 from tests.support.llm_server import LLMServer
 from tests.support.processes import Worker
+from tests.support.waiting import finished
 
 QUERIES = 40  # one LLM call each; with the suite's 4 concurrent calls of 2 s: about 20 s
 
@@ -61,15 +62,7 @@ def wait_progress(api: Api, judgment_id: str, done: int, timeout: float = 60) ->
 
 
 def wait_final(api: Api, judgment_id: str, timeout: float = 30) -> dict[str, Any]:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        reply = api.srw("GET", f"/judgments/{judgment_id}")
-        if reply.status == 200:
-            doc = reply.json["hits"]["hits"][0]["_source"]
-            if doc["status"] not in ("PROCESSING", "RETRYING"):
-                return doc  # type: ignore[no-any-return]
-        time.sleep(0.1)
-    raise AssertionError("judgment did not end")
+    return finished(api, f"/judgments/{judgment_id}", timeout, interval=0.1, retry_errors=True)
 
 
 def calls_settle(llm: LLMServer, seconds: float = 5) -> int:

@@ -9,7 +9,6 @@ server (no secret key) shows what happens without one.
 from __future__ import annotations
 
 import json
-import time
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -22,6 +21,7 @@ from tests.conftest import LLM_KEY
 from tests.support.api import Api
 from tests.support.llm_server import AZURE_ACCESS_DENIED, UNSUPPORTED, LLMServer
 from tests.support.processes import Server, Worker, base_env
+from tests.support.waiting import finished
 from workbench.store.indices import MODELS_INDEX
 
 KEY_1 = "sk-runtime-first-7Hq2Lm"
@@ -80,14 +80,7 @@ def judge(rt: Api, setup: dict[str, Any], model: str) -> dict[str, Any]:
         "querySetId": setup["querySetId"], "searchConfigurationList": setup["configs"],
         "size": 3, "contextFields": ["title"], "overwriteCache": True})
     assert reply.status == 200, reply.data
-    path = f"/judgments/{reply.json['judgment_id']}"
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        source = rt.srw("GET", path).json["hits"]["hits"][0]["_source"]
-        if source["status"] not in ("PROCESSING", "RETRYING"):
-            return source  # type: ignore[no-any-return]
-        time.sleep(0.2)
-    raise AssertionError("judgment did not finish")
+    return finished(rt, f"/judgments/{reply.json['judgment_id']}", 120)
 
 
 def evaluate(rt: Api, model: str) -> Any:

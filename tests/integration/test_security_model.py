@@ -21,10 +21,11 @@ import pytest
 import urllib3
 
 from tests.conftest import JUDGE_MODEL, LLM_KEY
-from tests.support.api import Api, Reply
+from tests.support.api import Api, Reply, search_configuration
 from tests.support.llm_server import LLMServer
 from tests.support.processes import FRONTS, Server, Worker, base_env, helper_units
 from tests.support.secure_cluster import SecureCluster
+from tests.support.waiting import finished
 from workbench.config import Config
 from workbench.store.indices import (
     EVALUATION_INDEX,
@@ -135,21 +136,12 @@ def count(sec: SecureCluster, index: str, field: str, value: str) -> int:
 
 
 def wait_done(user: As, path: str, timeout: float = 120) -> dict[str, Any]:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        source = user.srw("GET", path).json["hits"]["hits"][0]["_source"]
-        if source["status"] not in ("PROCESSING", "RETRYING"):
-            return source  # type: ignore[no-any-return]
-        time.sleep(0.25)
-    raise AssertionError(f"{path} still running")
+    return finished(user, path, timeout, interval=0.25)
 
 
 def config(user: As, index: str) -> str:
-    reply = user.srw("PUT", "/search_configurations", {
-        "name": f"{index} title {uuid.uuid4().hex[:6]}", "index": index,
-        "query": '{"query":{"match":{"title":"%SearchText%"}}}'})
-    assert reply.status == 200, reply.data
-    return str(reply.json["search_configuration_id"])
+    return search_configuration(user, f"{index} title {uuid.uuid4().hex[:6]}", index,
+                                '{"query":{"match":{"title":"%SearchText%"}}}')
 
 
 ROUTES: list[tuple[str, str, Any]] = [

@@ -19,8 +19,9 @@ import pytest
 from opensearchpy import OpenSearch
 from opensearchpy.helpers import bulk, scan
 
-from tests.support.api import Api
+from tests.support.api import Api, search_configuration
 from tests.support.processes import Server, Worker, helper_units, logs_since
+from tests.support.waiting import finished, settled
 from workbench.experiments.context import stable_id
 
 QUERIES = 16
@@ -53,10 +54,7 @@ def shop(api: Api, direct: OpenSearch, worker: Worker) -> Iterator[dict[str, Any
             for q, text in enumerate(queries[:-2])]}).json["judgment_id"]  # two unrated
 
     def config(name: str, query: str) -> str:
-        reply = api.srw("PUT", "/search_configurations", {"name": name, "index": index,
-                                                          "query": query})
-        assert reply.status == 200, reply.data
-        return str(reply.json["search_configuration_id"])
+        return search_configuration(api, name, index, query)
 
     by_rank = config("by rank", '{"query":{"match":{"title":"%SearchText%"}},'
                                 '"sort":[{"rank":"asc"}]}')
@@ -64,7 +62,7 @@ def shop(api: Api, direct: OpenSearch, worker: Worker) -> Iterator[dict[str, Any
     hybrid = config("hybrid", '{"query":{"hybrid":{"queries":['
                               '{"match":{"title":"%SearchText%"}},'
                               '{"match":{"description":"%SearchText%"}}]}}}')
-    finished(api, f"/judgments/{judgment}")
+    finished(api, f"/judgments/{judgment}", 180)
     yield {"index": index, "querySetId": query_set, "judgment": judgment,
            "by_rank": by_rank, "by_score": by_score, "hybrid": hybrid}
     direct.indices.delete(index=index)
@@ -91,20 +89,10 @@ def many_queries(api: Api) -> str:
         "query_set_id"])
 
 
-def finished(api: Api, path: str, timeout: float = 180) -> dict[str, Any]:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        source = api.srw("GET", path).json["hits"]["hits"][0]["_source"]
-        if source["status"] not in ("PROCESSING", "RETRYING"):
-            return source  # type: ignore[no-any-return]
-        time.sleep(0.2)
-    raise AssertionError(f"{path} still running")
-
-
 def run(api: Api, body: dict[str, Any]) -> dict[str, Any]:
     reply = api.srw("PUT", "/experiments", body)
     assert reply.status == 200, reply.data
-    done = finished(api, f"/experiments/{reply.json['experiment_id']}")
+    done = finished(api, f"/experiments/{reply.json['experiment_id']}", 180)
     assert done["status"] == "COMPLETED", done.get("results")
     return done
 
@@ -229,13 +217,7 @@ def fire(direct: OpenSearch, celery: Any, queue: str, experiment_id: str) -> str
 
 
 def history_done(direct: OpenSearch, history_id: str, timeout: float = 180) -> dict[str, Any]:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        doc = direct.get(index=HISTORY, id=history_id)["_source"]
-        if doc["status"] != "PROCESSING":
-            return doc  # type: ignore[no-any-return]
-        time.sleep(0.2)
-    raise AssertionError(f"scheduled run {history_id} still PROCESSING")
+    return settled(direct, HISTORY, history_id, timeout, running=("PROCESSING",))
 
 
 def test_a_scheduled_run_splits_and_equals_the_experiment(
@@ -280,7 +262,7 @@ def test_a_split_scheduled_run_past_its_timeout_ends_timeout(
         "type": "PAIRWISE_COMPARISON", "querySetId": many,
         "searchConfigurationList": [shop["hybrid"], shop["by_rank"]], "size": 3}).json[
         "experiment_id"]
-    finished(api, f"/experiments/{experiment_id}")
+    finished(api, f"/experiments/{experiment_id}", 180)
     # The scheduled run re-runs the stored experiment; make it a hybrid one over 600 queries.
     direct.update(index=".plugins-search-relevance-experiment", id=experiment_id,
                   refresh=True, body={"doc": {"type": "HYBRID_OPTIMIZER",

@@ -22,6 +22,7 @@ import redis
 from opensearchpy import OpenSearch
 
 from tests.conftest import JUDGE_MODEL
+from tests.support import waiting
 from tests.support.api import Api
 from tests.support.llm_server import LLMServer
 from tests.support.processes import Server, Worker, helper_units, logs_since
@@ -69,13 +70,7 @@ def start(api: Api, payload: dict[str, Any]) -> str:
 
 
 def finished(api: Api, judgment_id: str, timeout: float = 120) -> dict[str, Any]:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        source = api.srw("GET", f"/judgments/{judgment_id}").json["hits"]["hits"][0]["_source"]
-        if source["status"] not in ("PROCESSING", "RETRYING"):
-            return dict(source)
-        time.sleep(0.2)
-    raise AssertionError(f"judgment {judgment_id} did not finish")
+    return waiting.finished(api, f"/judgments/{judgment_id}", timeout)
 
 
 def test_a_split_judgment_equals_the_unsplit_one_and_both_workers_share_it(

@@ -29,6 +29,7 @@ from tests.support.api import Api
 from tests.support.llm_server import LLMServer
 from tests.support.processes import Server, Worker
 from tests.support.small_job import item_catalogue
+from tests.support.waiting import finished
 
 QUERIES = 12
 DOCS = 3
@@ -84,13 +85,7 @@ def imported(api: Api) -> dict[str, Any]:
 
 
 def done(api: Api, judgment_id: str, timeout: float) -> dict[str, Any]:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        doc = api.srw("GET", f"/judgments/{judgment_id}").json["hits"]["hits"][0]["_source"]
-        if doc["status"] not in ("PROCESSING", "RETRYING"):
-            return doc  # type: ignore[no-any-return]
-        time.sleep(0.1)
-    raise AssertionError(f"judgment {judgment_id} still running after {timeout}s")
+    return finished(api, f"/judgments/{judgment_id}", timeout, interval=0.1)
 
 
 def test_a_killed_consumer_is_started_again_and_takes_new_jobs(wenv: dict[str, str],

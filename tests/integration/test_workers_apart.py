@@ -25,6 +25,7 @@ from tests.support.api import Api
 from tests.support.llm_server import LLMServer
 from tests.support.netns import Namespace, Relay
 from tests.support.processes import Proc, Server, helper_units
+from tests.support.waiting import finished
 from workbench.config import Config
 
 JOBS = 4
@@ -183,11 +184,7 @@ def test_one_job_split_across_both_workers(apart: dict[str, Any], llm: LLMServer
             "contextFields": ["title"], "overwriteCache": True})
         assert reply.status == 200, reply.data
         judgment_id = reply.json["judgment_id"]
-        deadline = time.monotonic() + 120
-        doc: dict[str, Any] = {"status": "PROCESSING"}
-        while time.monotonic() < deadline and doc["status"] in ("PROCESSING", "RETRYING"):
-            doc = api.srw("GET", f"/judgments/{judgment_id}").json["hits"]["hits"][0]["_source"]
-            time.sleep(0.3)
+        doc = finished(api, f"/judgments/{judgment_id}", 120, interval=0.3)
     finally:
         llm.latency = 0.0
         direct.indices.delete(index=index)

@@ -13,6 +13,7 @@ import subprocess
 from collections.abc import Callable
 from contextlib import suppress
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parents[2]
 OPENSEARCH_IMAGE = "opensearchproject/opensearch:3.3.0"
@@ -39,6 +40,14 @@ def _script(name: str) -> str:
     return result.stdout.strip().splitlines()[-1]
 
 
+def _started(container: Any, port: int) -> str:
+    """Start a testcontainers container (``stop_all`` stops it) and return the ``host:port``
+    its ``port`` is published on."""
+    container.start()
+    _stops.append(container.stop)
+    return f"{container.get_container_host_ip()}:{container.get_exposed_port(port)}"
+
+
 def opensearch_url() -> str:
     if os.environ.get("OPENSEARCH_URL"):
         return os.environ["OPENSEARCH_URL"].rstrip("/")
@@ -46,10 +55,7 @@ def opensearch_url() -> str:
         from testcontainers.opensearch import OpenSearchContainer
 
         container = OpenSearchContainer(OPENSEARCH_IMAGE, security_enabled=False)
-        container.start()
-        _stops.append(container.stop)
-        host = container.get_container_host_ip()
-        return f"http://{host}:{container.get_exposed_port(9200)}"
+        return f"http://{_started(container, 9200)}"
     return _script("opensearch.sh")
 
 
@@ -59,11 +65,7 @@ def redis_url() -> str:
     if docker_available():
         from testcontainers.redis import RedisContainer
 
-        container = RedisContainer(REDIS_IMAGE)
-        container.start()
-        _stops.append(container.stop)
-        host = container.get_container_host_ip()
-        return f"redis://{host}:{container.get_exposed_port(6379)}/0"
+        return f"redis://{_started(RedisContainer(REDIS_IMAGE), 6379)}/0"
     return _script("redis.sh")
 
 

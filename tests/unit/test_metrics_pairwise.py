@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import random
+from collections.abc import Iterator
 
 import pytest
 
@@ -102,6 +103,16 @@ def random_list(rng: random.Random, pool: list[str], dedup: bool) -> list[str]:
     return [rng.choice(pool) for _ in range(rng.randint(0, 12))]
 
 
+def random_pairs(seed: int, documents: int, rounds: int,
+                 dedup: bool) -> Iterator[tuple[list[str], list[str]]]:
+    """``rounds`` pairs of random lists over the ids ``d0``.. (``documents`` of them), both
+    without repeats when ``dedup``; the same seed gives the same pairs."""
+    rng = random.Random(seed)
+    pool = [f"d{i}" for i in range(documents)]
+    for _ in range(rounds):
+        yield random_list(rng, pool, dedup), random_list(rng, pool, dedup)
+
+
 @pytest.mark.parametrize("seed", [1, 2, 3])
 def test_rbo_is_symmetric_and_matches_the_literal_formula(seed: int) -> None:
     rng = random.Random(seed)
@@ -118,10 +129,7 @@ def test_rbo_is_symmetric_and_matches_the_literal_formula(seed: int) -> None:
 
 @pytest.mark.parametrize("seed", [4, 5, 6])
 def test_frequency_weighted_is_a_weighted_jaccard_on_deduplicated_lists(seed: int) -> None:
-    rng = random.Random(seed)
-    pool = [f"d{i}" for i in range(12)]
-    for _ in range(300):
-        a, b = random_list(rng, pool, True), random_list(rng, pool, True)
+    for a, b in random_pairs(seed, 12, 300, True):
         union = set(a) | set(b)
         weight = {
             x: ((1 / len(a) if x in a else 0.0) + (1 / len(b) if x in b else 0.0)) / 2
@@ -139,10 +147,7 @@ def test_frequency_weighted_is_a_weighted_jaccard_on_deduplicated_lists(seed: in
 
 @pytest.mark.parametrize("seed", [7, 8])
 def test_jaccard_against_sets(seed: int) -> None:
-    rng = random.Random(seed)
-    pool = [f"d{i}" for i in range(8)]
-    for _ in range(200):
-        a, b = random_list(rng, pool, False), random_list(rng, pool, False)
+    for a, b in random_pairs(seed, 8, 200, False):
         union = set(a) | set(b)
         assert jaccard(a, b) == (len(set(a) & set(b)) / len(union) if union else 0.0)
         assert jaccard(a, b) == jaccard(b, a)
