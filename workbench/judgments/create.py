@@ -24,7 +24,7 @@ from workbench.judgments.llm import prompt as llm_prompt
 from workbench.judgments.ubi import CLICK_MODELS
 from workbench.llm.pricing import Pricing
 from workbench.querysets.entries import read_entries
-from workbench.schemas.judgments import (
+from workbench.schemas.judgment_fields import (
     LLM,
     QUERY_SET,
     REFERENCE,

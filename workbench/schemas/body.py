@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from marshmallow import EXCLUDE, Schema, ValidationError, fields, missing
+from marshmallow import EXCLUDE, Schema, ValidationError, fields, missing, pre_load
 
 from workbench.errors import BadRequest
 from workbench.schemas.text import DESCRIPTION_LIMIT, NAME_LIMIT, text_error
@@ -42,6 +42,63 @@ class BodyField(fields.Field):
             raise
         except Exception as exc:
             raise ValidationError([exc]) from exc
+
+
+class StepSchema(BodySchema):
+    """A body whose fields are checked one after the other, as the workbench always checked them.
+
+    Its ``Step`` fields see the whole body, the ``rules`` the view or domain gives (checks that
+    need a layer above this one, such as a read of the cluster) and the values loaded before them
+    (``loaded``, by field name). Once a field failed (``failed``) every later ``Step`` is skipped:
+    ``load`` reports the first failing field in declared order either way, and a bad body costs
+    no read of a service."""
+
+    def __init__(self, rules: Any = None, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.rules = rules
+        self.loaded: dict[str, Any] = {}
+        self.failed = False
+
+    @pre_load
+    def _start(self, data: Any, **_: Any) -> Any:
+        self.loaded, self.failed = {}, False
+        return data
+
+
+class Step(BodyField):
+    """A field of a ``StepSchema``: skipped once an earlier field failed; ``check`` may read
+    ``self.body``, ``self.rules`` and ``self.loaded``, and its value joins ``loaded`` under the
+    field's name once it passed."""
+
+    body: dict[str, Any]
+
+    @property
+    def schema(self) -> StepSchema:
+        assert isinstance(self.parent, StepSchema)
+        return self.parent
+
+    @property
+    def rules(self) -> Any:
+        return self.schema.rules
+
+    @property
+    def loaded(self) -> dict[str, Any]:
+        return self.schema.loaded
+
+    def deserialize(self, value: Any, attr: str | None = None,
+                    data: Any = None, **kwargs: Any) -> Any:
+        schema = self.schema
+        if schema.failed:
+            return missing
+        self.body = data if isinstance(data, dict) else {}
+        try:
+            result = super().deserialize(value, attr, data, **kwargs)
+        except ValidationError:
+            schema.failed = True
+            raise
+        if result is not missing:
+            schema.loaded[str(self.name)] = result
+        return result
 
 
 def string_field(value: Any, name: str) -> str | None:

@@ -3,8 +3,9 @@
 
 Whether a query set, search configuration or judgment exists is asked of the cluster by the
 domain (experiments/create.py, a layer above this one): the schema is given those reads as
-``Lookups`` and calls them in field order. As the checks were written one after the other, a
-field after the first failing one is not checked at all (``Step``): a bad body costs no read.
+``Lookups`` (its ``rules``) and calls them in field order. As the checks were written one after the
+other, a field after the first failing one is not checked at all (schemas/body.py, ``Step``): a bad
+body costs no read.
 """
 
 from __future__ import annotations
@@ -13,9 +14,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from marshmallow import ValidationError, missing, pre_load
+from marshmallow import ValidationError, missing
 
-from workbench.schemas.body import BodyField, BodySchema
+from workbench.schemas.body import BodyField, BodySchema, Step, StepSchema
 from workbench.schemas.numbers import MAX_RESULT_WINDOW, bounded_int
 from workbench.schemas.text import DESCRIPTION_LIMIT, NAME_LIMIT, text_error
 
@@ -33,33 +34,6 @@ class Lookups:
     query_set: Callable[[str], list[Any] | None]
     search_configuration: Callable[[str], dict[str, Any] | None]
     judgment: Callable[[str], dict[str, Any] | None]
-
-
-class StepSchema(BodySchema):
-    """A body whose fields are checked one after the other: after the first error the later
-    ``Step`` fields are skipped (that error is the answer either way)."""
-
-    failed = False
-
-    @pre_load
-    def _start(self, data: Any, **kwargs: Any) -> Any:
-        self.failed = False
-        return data
-
-
-class Step(BodyField):
-    """A field of a ``StepSchema``: skipped once an earlier field failed."""
-
-    def deserialize(self, value: Any, attr: str | None = None,
-                    data: Any = None, **kwargs: Any) -> Any:
-        schema = self.parent
-        if getattr(schema, "failed", False):
-            return missing
-        try:
-            return super().deserialize(value, attr, data, **kwargs)
-        except ValidationError:
-            schema.failed = True  # type: ignore[union-attr]
-            raise
 
 
 def lenient_text(value: Any, name: str, limit: int) -> str | None:
@@ -100,9 +74,18 @@ def _id_list(value: Any, field: str) -> list[Any]:
     return value
 
 
-def _lookups(field: BodyField) -> Lookups:
-    lookups: Lookups = field.parent.lookups  # type: ignore[union-attr]
-    return lookups
+class _Lookup(Step):
+    """A field that reads the cluster through its ``ExperimentSchema``'s ``Lookups``."""
+
+    @property
+    def rules(self) -> Lookups:
+        lookups: Lookups = self.schema.rules
+        return lookups
+
+    @property
+    def experiment_type(self) -> str | None:
+        assert isinstance(self.parent, ExperimentSchema)
+        return self.parent.TYPE
 
 
 class _Type(Step):
@@ -119,10 +102,10 @@ class _Size(Step):
         return bounded_int(value, "size", 1, MAX_RESULT_WINDOW)
 
 
-class _QuerySet(Step):
+class _QuerySet(_Lookup):
     def check(self, value: Any) -> str:
         query_set_id = _entity_id(value, "QuerySet")
-        entries = _lookups(self).query_set(query_set_id)
+        entries = self.rules.query_set(query_set_id)
         if entries is None:
             raise ValidationError(f"QuerySet [{query_set_id}] does not exist")
         if not entries:
@@ -130,16 +113,16 @@ class _QuerySet(Step):
         return query_set_id
 
 
-class _Configurations(Step):
+class _Configurations(_Lookup):
     """Each id must exist; PAIRWISE_COMPARISON compares exactly two, the others need one."""
 
     def check(self, value: Any) -> list[Any]:
         ids = _id_list(value, "searchConfigurationList")
         for config_id in ids:
             _entity_id(config_id, "SearchConfiguration")
-            if _lookups(self).search_configuration(config_id) is None:
+            if self.rules.search_configuration(config_id) is None:
                 raise ValidationError(f"SearchConfiguration [{config_id}] does not exist")
-        if self.parent.TYPE == PAIRWISE and len(ids) != 2:  # type: ignore[union-attr]
+        if self.experiment_type == PAIRWISE and len(ids) != 2:
             raise ValidationError("PAIRWISE_COMPARISON requires exactly 2 search "
                                   f"configurations, got: {len(ids)}")
         if not ids:
@@ -148,18 +131,18 @@ class _Configurations(Step):
         return ids
 
 
-class _Judgments(Step):
+class _Judgments(_Lookup):
     """Required for the types that score against judgments. A judgment still being generated
     is accepted (the job waits for it, experiments/waiting.py); one that ended ERROR is not."""
 
     def check(self, value: Any) -> list[Any]:
         ids = _id_list(value, "judgmentList")
-        experiment_type = self.parent.TYPE  # type: ignore[union-attr]
+        experiment_type = self.experiment_type
         if experiment_type in (POINTWISE, HYBRID) and not ids:
             raise ValidationError(f"judgmentList is required for {experiment_type}")
         for judgment_id in ids:
             _entity_id(judgment_id, "Judgment")
-            judgment = _lookups(self).judgment(judgment_id)
+            judgment = self.rules.judgment(judgment_id)
             if judgment is None:
                 raise ValidationError(f"Judgment [{judgment_id}] does not exist")
             if judgment.get("status") == "ERROR":
@@ -183,8 +166,7 @@ class ExperimentSchema(StepSchema):
     judgmentList = _Judgments(data_key="judgmentList")
 
     def __init__(self, lookups: Lookups, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        self.lookups = lookups
+        super().__init__(lookups, **kwargs)
 
 
 class PairwiseExperimentSchema(ExperimentSchema):
@@ -229,7 +211,7 @@ class _PatchName(Step):
                     data: Any = None, **kwargs: Any) -> Any:
         if isinstance(data, dict) and "name" not in data:
             if "description" not in data:
-                self.parent.failed = True  # type: ignore[union-attr]
+                self.schema.failed = True
                 raise ValidationError("At least one of 'name' or 'description' must be "
                                       "provided for update")
             return missing

@@ -17,9 +17,8 @@ from typing import Any
 from marshmallow import ValidationError
 
 from workbench.errors import BadRequest
-from workbench.schemas.body import BodyField, BodySchema
+from workbench.schemas.body import BodyField, BodySchema, Step, StepSchema
 from workbench.schemas.javafmt import double_to_string, java_string
-from workbench.schemas.judgments import BodyCheck, RulesBody
 
 SizeError = Callable[[list[dict[str, Any]]], str | None]
 RELEVANT_IRRELEVANT = "RELEVANT_IRRELEVANT"
@@ -165,7 +164,7 @@ class CompareRules:
     default_threshold: Callable[[list[dict[str, Any]]], float]
 
 
-class _JudgmentId(BodyCheck):
+class _JudgmentId(Step):
     """``referenceJudgmentId`` (or ``reference``), ``candidateJudgmentId`` (or ``candidate``)."""
 
     def __init__(self, role: str, **kwargs: Any) -> None:
@@ -179,12 +178,10 @@ class _JudgmentId(BodyCheck):
         return value
 
 
-class _Lists(BodyCheck):
+class _Lists(Step):
     """The two stored lists, by role; not a field of the body."""
 
-    def check(self, value: Any) -> dict[str, dict[str, Any]] | None:
-        if self.schema.failed:
-            return None
+    def check(self, value: Any) -> dict[str, dict[str, Any]]:
         ids = {role: self.loaded[role] for role in ("reference", "candidate")}
         if ids["reference"] == ids["candidate"]:
             raise ValidationError("A judgment list cannot be compared with itself; give two "
@@ -192,20 +189,18 @@ class _Lists(BodyCheck):
         return {role: self.rules.judgment(judgment_id) for role, judgment_id in ids.items()}
 
 
-class _Threshold(BodyCheck):
+class _Threshold(Step):
     """A number, else the relevance rule over the list's ratings."""
 
     def __init__(self, role: str, **kwargs: Any) -> None:
         super().__init__(data_key=f"{role}Threshold", **kwargs)
         self.role = role
 
-    def check(self, value: Any) -> float | None:
+    def check(self, value: Any) -> float:
         if value is not None:
             if isinstance(value, bool) or not isinstance(value, (int, float)):
                 raise ValidationError(f"{self.role}Threshold must be a number, got: {value}")
             return float(value)
-        if self.schema.failed:
-            return None
         ratings = self.loaded["lists"][self.role].get("judgmentRatings") or []
         try:
             return float(self.rules.default_threshold(ratings))
@@ -213,7 +208,7 @@ class _Threshold(BodyCheck):
             raise ValidationError(str(exc)) from exc
 
 
-class CompareSchema(RulesBody):
+class CompareSchema(StepSchema):
     """``POST /judgments/_compare``: two different COMPLETED lists and their thresholds."""
 
     reference = _JudgmentId("reference")

@@ -13,6 +13,7 @@ from workbench.errors import BadRequest, Conflict, NotFound, WorkbenchError
 from workbench.judgments.limits import FLOAT_MAX, MAX_RATINGS, size_error
 from workbench.judgments.llm import prompt as llm_prompt
 from workbench.schemas.body import load
+from workbench.schemas.judgment_fields import JudgmentRules, JudgmentSchema
 from workbench.schemas.judgment_ratings import (
     CompareRules,
     CompareSchema,
@@ -20,14 +21,8 @@ from workbench.schemas.judgment_ratings import (
     RatingEditsSchema,
     edited_rating,
 )
-from workbench.schemas.judgments import (
-    Judge,
-    JudgmentRules,
-    JudgmentSchema,
-    LlmEstimateSchema,
-    LlmJudgmentSchema,
-    judgment_schema,
-)
+from workbench.schemas.judgment_sources import Judge
+from workbench.schemas.judgments import LlmEstimateSchema, LlmJudgmentSchema, judgment_schema
 
 STORED = {("QuerySet", "qs"): {"querySetQueries": [{"queryText": "a"}]},
           ("QuerySet", "qs-ref"): {"querySetQueries": [{"queryText": "a",
