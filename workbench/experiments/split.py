@@ -65,8 +65,8 @@ def run(ctx: RunContext) -> list[dict[str, Any]]:
     weights = [(stop - start) * len(ctx.configs) for start, stop in ranges]
     control = ctx.control if ctx.deadline is None else Deadline(ctx)
     # The parent's own units use the inputs already loaded, without its control and deadline.
-    own = Units(ctx.svc, dataclasses.replace(ctx, control=None, deadline=None, _ratings={},
-                                             _rows=[]), head)
+    own_ctx = dataclasses.replace(ctx, control=None, deadline=None, _ratings={}, _rows=[])
+    own = ExperimentUnits(ctx.svc, own_ctx, head)
     try:
         parts = fanout.spread(ctx.svc, KIND, ctx.experiment_id, head, ranges, weights, control,
                               own=own)
@@ -100,7 +100,7 @@ class Deadline(JobControl):
         """No progress is recorded for a scheduled run."""
 
 
-class Units:
+class ExperimentUnits:
     """One process's share of a split experiment: its inputs loaded once, and two units at a
     time, each thread with a writer of its own, so that one unit's writes overlap the other's
     searches (a unit waits for its writes before it is done)."""
@@ -158,7 +158,7 @@ def inputs_of(ctx: RunContext) -> dict[str, str | None]:
     return signature(ctx.query_set, ctx.judgments, [config for _, config in ctx.configs])
 
 
-def helper_units(svc: Services, experiment_id: str, head: dict[str, Any]) -> Units:
+def helper_units(svc: Services, experiment_id: str, head: dict[str, Any]) -> ExperimentUnits:
     """A helper's share: the experiment's inputs loaded in this process. If they are not the
     ones the parent loaded (a judgment regenerated meanwhile), this worker does not help: the
     run's documents all come from one version of its inputs."""
@@ -166,7 +166,7 @@ def helper_units(svc: Services, experiment_id: str, head: dict[str, Any]) -> Uni
     if inputs_of(ctx) != head["inputs"]:
         raise fanout.Decline("its query set, judgments or configurations changed since the "
                              "run started")
-    return Units(svc, ctx, head)
+    return ExperimentUnits(svc, ctx, head)
 
 
 fanout.KINDS[KIND] = helper_units

@@ -89,7 +89,7 @@ def _payload(target: Target) -> dict[str, Any]:
             "hits": [list(hit) for hit in target.hits], "searchError": target.search_error}
 
 
-class Units:
+class ReferenceUnits:
     """One process's share of a split reference judgment: a unit is ``UNIT_QUERIES`` queries."""
 
     threads = 1  # the judges compute (token counts, embeddings): threads would not help
@@ -107,4 +107,4 @@ class Units:
         pass
 
 
-fanout.KINDS[KIND] = Units
+fanout.KINDS[KIND] = ReferenceUnits

@@ -2,7 +2,7 @@
 
 It does what the job does before its first LLM call (``job.prepare``: searches, reuse of
 ``existingJudgments``, the judgment cache with ``overwriteCache`` honoured) and cuts the same
-prompts (``Judge.plan``), counting each call as the job's budget does (``Judge.call_tokens``).
+prompts (``LlmRater.plan``), counting each call as the job's budget does (``LlmRater.call_tokens``).
 No model is called. The figures assume every call answers at the first try (no fallback call
 without structured output); input tokens are exact for a provider that counts as OpenAI does,
 output tokens are the size of the structured answer for the hits asked about.

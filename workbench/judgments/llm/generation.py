@@ -1,6 +1,6 @@
 """An LLM judgment's run: rate every query's hits (``generate``) or the documents a run left
 unrated (``retry_failed``), here or spread over the workers (``split``), and fold the outcomes
-into the judgment's ratings, failures and usage. The rating itself is ``job.Judge``'s.
+into the judgment's ratings, failures and usage. The rating itself is ``job.LlmRater``'s.
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from workbench.jobs.control import JobControl
 from workbench.judgments import summary
 from workbench.judgments.llm import prompt, split
 from workbench.judgments.llm.job import (
-    Judge,
-    Usage,
+    JobUsage,
+    LlmRater,
     assemble,
     failure_list,
     prepare,
@@ -29,7 +29,7 @@ from workbench.store.repository import Repository
 log = logging.getLogger(__name__)
 
 
-def _budget_outcome(judge: Judge, out: dict[str, Any]) -> None:
+def _budget_outcome(judge: LlmRater, out: dict[str, Any]) -> None:
     """Mark a run the budget stopped: ``budgetReached`` and the reason to read."""
     if judge.budget is not None and judge.budget.reached:
         out["budgetReached"] = True
@@ -83,7 +83,7 @@ def retry_failed(svc: Services, judgment_id: str, doc: dict[str, Any],
     query_set = Repository(svc.client, QUERY_SET_INDEX).get_source(metadata.get("querySetId", ""))
     if query_set is not None:
         by_key = {e.key: e for e in read_entries(query_set)}
-    judge = Judge(svc, metadata, index, control)
+    judge = LlmRater(svc, metadata, index, control)
     targets, owners = [], []
     context_fields = judge.context_fields
     for number, entry in enumerate(entries):
@@ -108,7 +108,7 @@ def retry_failed(svc: Services, judgment_id: str, doc: dict[str, Any],
             entry["failures"] = still
         else:
             entry.pop("failures", None)
-    usage = Usage.from_metadata(metadata.get("usage"))
+    usage = JobUsage.from_metadata(metadata.get("usage"))
     usage.add(judge.usage)
     out = summary.recompute({**metadata, "usage": judge.usage_metadata(usage)}, entries)
     out.pop("error", None)

@@ -59,7 +59,7 @@ class Outcome:
 
 
 @dataclass
-class Usage:
+class JobUsage:
     """Tokens and calls of a judgment; ``latency_ms`` sums the wall time of every LLM call
     (request to answer, the call's transport retries included), so with concurrent calls it
     exceeds the job's elapsed time: it is the model time paid for, not how long the job took."""
@@ -71,7 +71,7 @@ class Usage:
     reused_ratings: int = 0
     latency_ms: int = 0
 
-    def add(self, other: Usage) -> None:
+    def add(self, other: JobUsage) -> None:
         self.input_tokens += other.input_tokens
         self.output_tokens += other.output_tokens
         self.llm_calls += other.llm_calls
@@ -91,7 +91,7 @@ class Usage:
         return out
 
     @classmethod
-    def from_metadata(cls, value: Any) -> Usage:
+    def from_metadata(cls, value: Any) -> JobUsage:
         """Read back ``metadata.usage``, including documents written before a field existed."""
         value = value or {}
         return cls(int(value.get("inputTokens", 0)), int(value.get("outputTokens", 0)),
@@ -99,7 +99,7 @@ class Usage:
                    int(value.get("reusedRatings", 0)), int(value.get("latencyMs", 0)))
 
 
-ChunkAnswer = tuple[dict[str, str], dict[str, str], str | None, Usage]
+ChunkAnswer = tuple[dict[str, str], dict[str, str], str | None, JobUsage]
 # The error of a chunk the budget did not let start (its documents stay unrated).
 BUDGET_STOP = "\x00budget"
 
@@ -137,7 +137,7 @@ class CacheWriter:
             self.pool.shutdown(wait=True)
 
 
-class Judge:
+class LlmRater:
     """The model, prompt and cache settings of one judgment, and the calls it makes."""
 
     def __init__(self, svc: Services, metadata: dict[str, Any], index: str,
@@ -159,7 +159,7 @@ class Judge:
         self.prompt = prompt_code(self.template, self.rating_type + suffix)
         self.system = prompt.system_prompt(self.rating_type) + (
             RATIONALE_INSTRUCTION if self.rationale else "")
-        self.usage = Usage()
+        self.usage = JobUsage()
         self.pricing = pricing_of(self.model)
         self.budget = cost.Budget.of(metadata, self.pricing)
         if control is not None:
@@ -204,7 +204,7 @@ class Judge:
         return (cost.prompt_tokens(self.system, user),
                 cost.answer_tokens([c for c, _ in chunk], self.rating_type, self.rationale))
 
-    def usage_metadata(self, usage: Usage | None = None) -> dict[str, Any]:
+    def usage_metadata(self, usage: JobUsage | None = None) -> dict[str, Any]:
         return (usage or self.usage).as_metadata(self.pricing)
 
     def rate(self, targets: list[Target]) -> list[Outcome]:
@@ -283,7 +283,7 @@ class Judge:
     def _chunk(self, entry: QueryEntry, chunk: list[tuple[str, str]]) -> ChunkAnswer | None:
         """One chunk: structured output first, then once without it (docs/algorithms.md, "Calling
         the model"); None when the job was cancelled before a call."""
-        usage = Usage()
+        usage = JobUsage()
         user = self.user_message(entry, chunk)
         # Counted only for a budget's reservation (tokenising is a large part of a call's CPU).
         expected = self.call_tokens(user, chunk) if self.budget is not None else (0, 0)
@@ -383,14 +383,14 @@ def assemble(targets: list[Target], outcomes: list[Outcome], budget_reason: str 
 
 
 def prepare(svc: Services, metadata: dict[str, Any], control: JobControl | None = None,
-            ) -> tuple[Judge, list[QueryEntry], list[Target]]:
+            ) -> tuple[LlmRater, list[QueryEntry], list[Target]]:
     """Everything before the first LLM call: the query set and configurations, the searches,
     reused ``existingJudgments`` ratings and the judgment cache. ``_estimate`` runs this too."""
     query_set = load(svc, QUERY_SET_INDEX, metadata["querySetId"], "QuerySet")
     configs = [load(svc, SEARCH_CONFIG_INDEX, c, "SearchConfiguration")
                for c in metadata["searchConfigurationList"]]
     entries = read_entries(query_set)
-    judge = Judge(svc, metadata, configs[0]["index"], control)
+    judge = LlmRater(svc, metadata, configs[0]["index"], control)
     if control is not None:
         control.start(len(entries), "searching")
         control.check()

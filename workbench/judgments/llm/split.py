@@ -1,7 +1,7 @@
 """LLM_JUDGMENT over every free worker (``jobs.fanout``): each query with hits to rate is one
 unit. Every process working on the job makes ``WORKBENCH_LLM_CONCURRENCY`` calls at once (one
 unit per thread), writes its ratings to the judgment cache as it goes, and returns per unit what
-``Judge.rate`` would have folded into the query's outcome; the parent merges them in query
+``LlmRater.rate`` would have folded into the query's outcome; the parent merges them in query
 order, so the judgment is the one a single worker would have written.
 
 A judgment with a token or cost budget keeps it in Redis while it is split
@@ -17,7 +17,7 @@ from typing import Any
 from workbench.jobs import fanout
 from workbench.jobs.control import JobControl, without_progress
 from workbench.judgments.llm.cost import SharedBudget
-from workbench.judgments.llm.job import CacheWriter, Judge, Outcome, Usage
+from workbench.judgments.llm.job import CacheWriter, JobUsage, LlmRater, Outcome
 from workbench.judgments.retrieval import Target
 from workbench.querysets.entries import QueryEntry
 from workbench.redis_keys import budget_key
@@ -31,9 +31,9 @@ def _asked(targets: list[Target]) -> list[int]:
     return [n for n, t in enumerate(targets) if any(d not in t.known for d, _ in t.hits)]
 
 
-def rate(svc: Services, judgment_id: str, judge: Judge, targets: list[Target],
+def rate(svc: Services, judgment_id: str, judge: LlmRater, targets: list[Target],
          control: JobControl | None) -> list[Outcome]:
-    """``Judge.rate``, spread over the workers when enough queries have hits to rate: the same
+    """``LlmRater.rate``, spread over the workers when enough queries have hits to rate: the same
     outcomes, and the usage added to ``judge.usage``."""
     asked = _asked(targets)
     if not fanout.worth_splitting(svc, len(asked)):
@@ -63,22 +63,22 @@ def rate(svc: Services, judgment_id: str, judge: Judge, targets: list[Target],
         outcome.chunks = result["chunks"]
         outcome.failed_chunks = result["failedChunks"]
         outcome.unpaid = result["unpaid"]
-        judge.usage.add(Usage(**result["usage"]))
+        judge.usage.add(JobUsage(**result["usage"]))
     return outcomes
 
 
-def shared_budget(svc: Services, judge: Judge, key: str) -> SharedBudget:
+def shared_budget(svc: Services, judge: LlmRater, key: str) -> SharedBudget:
     """The judge's budget (from its metadata), kept under ``key`` in Redis."""
     own = judge.budget
     assert own is not None
     return SharedBudget(svc.redis, key, own.max_tokens, own.max_cost, own.pricing)
 
 
-class Units:
+class LlmUnits:
     """One process's share of a split LLM judgment."""
 
     def __init__(self, svc: Services, judgment_id: str, head: dict[str, Any]) -> None:
-        self.judge = Judge(svc, head["metadata"], head["index"])
+        self.judge = LlmRater(svc, head["metadata"], head["index"])
         if head.get("budgetKey"):
             self.judge.budget = shared_budget(svc, self.judge, head["budgetKey"])
         self.threads = svc.config.llm_concurrency
@@ -87,7 +87,7 @@ class Units:
     def unit(self, payload: dict[str, Any]) -> dict[str, Any]:
         entry = QueryEntry(payload["queryText"], dict(payload.get("customFields") or {}))
         target = Target(entry, [(d, shown) for d, shown in payload["hits"]])
-        outcome, usage = Outcome(), Usage()
+        outcome, usage = Outcome(), JobUsage()
         chunks = self.judge.plan(target)
         for chunk in chunks:
             answer = self.judge._chunk(entry, chunk)
@@ -109,4 +109,4 @@ class Units:
         self.cache.close()
 
 
-fanout.KINDS[KIND] = Units
+fanout.KINDS[KIND] = LlmUnits
