@@ -8,7 +8,7 @@ import pytest
 
 from tests.support import llm_server as fake
 from workbench.judgments.llm import cost as llm_cost
-from workbench.judgments.llm.job import Usage
+from workbench.judgments.llm.job import JobUsage
 from workbench.judgments.llm.prompt import RELEVANT_IRRELEVANT, SCORE0_1, system_prompt
 from workbench.llm.pricing import Pricing
 
@@ -33,7 +33,7 @@ def test_answer_tokens_are_the_structured_answer(rating_type: str, score: object
 
 def test_cost_and_usage_by_hand() -> None:
     # 12,000 x 0.15 / 1e6 = 0.0018 and 3,000 x 0.6 / 1e6 = 0.0018
-    usage = Usage(input_tokens=12_000, output_tokens=3_000, llm_calls=4, latency_ms=950)
+    usage = JobUsage(input_tokens=12_000, output_tokens=3_000, llm_calls=4, latency_ms=950)
     assert usage.as_metadata(PRICES) == {
         "inputTokens": 12_000, "outputTokens": 3_000, "totalTokens": 15_000, "llmCalls": 4,
         "cachedRatings": 0, "reusedRatings": 0, "latencyMs": 950,
@@ -44,9 +44,9 @@ def test_cost_and_usage_by_hand() -> None:
 def test_usage_of_documents_written_before_the_new_fields() -> None:
     old = {"inputTokens": 10, "outputTokens": 5, "llmCalls": 1, "cachedRatings": 2,
            "reusedRatings": 0}
-    usage = Usage.from_metadata(old)
+    usage = JobUsage.from_metadata(old)
     assert (usage.latency_ms, usage.as_metadata()["totalTokens"]) == (0, 15)
-    assert Usage.from_metadata(None) == Usage()
+    assert JobUsage.from_metadata(None) == JobUsage()
 
 
 def test_max_tokens_reserves_until_a_call_does_not_fit_then_stays_closed() -> None:
