@@ -112,11 +112,10 @@ class Scheduler:
         cutoff = (datetime.now(UTC) - timedelta(milliseconds=timeout_ms)).strftime(
             "%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
         with contextlib.suppress(NotFoundError):  # no run has happened yet
-            self.svc.client.update_by_query(
-                index=HISTORY_INDEX, refresh=True, conflicts="proceed",
-                body={"query": {"bool": {"filter": [{"term": {"status": "PROCESSING"}},
-                                                    {"range": {"timestamp": {"lt": cutoff}}}]}},
-                      "script": {"source": "ctx._source.status = 'TIMEOUT'"}})
+            Repository(self.svc.client, HISTORY_INDEX).update_by_query(
+                {"query": {"bool": {"filter": [{"term": {"status": "PROCESSING"}},
+                                               {"range": {"timestamp": {"lt": cutoff}}}]}},
+                 "script": {"source": "ctx._source.status = 'TIMEOUT'"}})
 
     def run_forever(self, interval: float, stop: threading.Event | None = None) -> None:
         stop = stop or threading.Event()
