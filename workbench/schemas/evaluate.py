@@ -111,7 +111,7 @@ class References(BodyField):
         return references(value)
 
 
-class Judge(BodyRule):
+class JudgeName(BodyRule):
     """``judge``: a judge's name (checked by the judge registry, above this layer); absent is
     ``llm``."""
 

@@ -17,7 +17,7 @@ from workbench.schemas.body import BodySchema
 from workbench.schemas.evaluate import (
     DEFAULT_JUDGE,
     BodyRule,
-    Judge,
+    JudgeName,
     PastedHit,
     References,
     judge_options,
@@ -125,6 +125,6 @@ class BriefEvaluateSchema(BodySchema):
     eval = _Eval(data_key="eval")
     hits = _Hits(data_key="hits")
     k = _K(data_key="k")
-    judge = Judge(data_key="judge")
+    judge = JudgeName(data_key="judge")
     judgeOptions = _Options(data_key="judgeOptions")
     referenceAnswer = References(data_key="referenceAnswer")

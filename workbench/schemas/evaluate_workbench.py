@@ -20,7 +20,7 @@ from marshmallow import ValidationError
 from workbench.schemas.body import BodyField, BodySchema
 from workbench.schemas.evaluate import (
     BodyRule,
-    Judge,
+    JudgeName,
     JudgeOptions,
     PastedHit,
     References,
@@ -156,7 +156,7 @@ class WorkbenchEvaluateSchema(BodySchema):
     queryText = _QueryText(data_key="queryText")
     referenceAnswer = References(data_key="referenceAnswer")
     k = _K(data_key="k")
-    judge = Judge(data_key="judge")
+    judge = JudgeName(data_key="judge")
     debug = _Debug(data_key="debug")
     shown = _Fields(data_key="fields")
     expectedIds = _ExpectedIds(data_key="expectedIds")

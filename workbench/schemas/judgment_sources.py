@@ -85,7 +85,7 @@ class UbiJudgmentSchema(Head):
 # -- REFERENCE_JUDGMENT ---------------------------------------------------------------------------
 
 @dataclass(frozen=True)
-class Judge:
+class ChosenJudge:
     """The reference judge a body names, built with its options (``threshold`` included)."""
 
     name: str
@@ -97,7 +97,7 @@ class _Judge(JudgmentField):
     """``judge``, with ``judgeOptions`` (an object) and a top-level ``threshold`` (an option
     unless the options give one)."""
 
-    def check(self, value: Any) -> Judge:
+    def check(self, value: Any) -> ChosenJudge:
         if value is None:
             raise ValidationError("judge is required for REFERENCE_JUDGMENT")
         options = self.body.get("judgeOptions", {})
@@ -106,7 +106,7 @@ class _Judge(JudgmentField):
         options = dict(options)
         if self.body.get("threshold") is not None:
             options.setdefault("threshold", self.body["threshold"])
-        return Judge(value, self.rules.judge(value, options), options)
+        return ChosenJudge(value, self.rules.judge(value, options), options)
 
 
 class _ReferenceQuerySetId(JudgmentField):
@@ -116,7 +116,7 @@ class _ReferenceQuerySetId(JudgmentField):
     def check(self, value: Any) -> Any:
         source = entity(self, QUERY_SET, value)
         choice = self.loaded.get("judge")
-        if isinstance(choice, Judge):
+        if isinstance(choice, ChosenJudge):
             missing = self.rules.missing_references(source)
             if missing and choice.judge.needs_reference:
                 raise ValidationError(

@@ -15,7 +15,7 @@ from typing import Any
 from croniter import CroniterBadDateError, croniter
 from marshmallow import ValidationError
 
-from workbench.schemas.experiments import Step, StepSchema
+from workbench.schemas.body import Step, StepSchema
 
 # Every value of all five fields listed one by one is about 400 characters.
 MAX_CRON_CHARS = 1_000

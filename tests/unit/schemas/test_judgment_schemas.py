@@ -21,7 +21,7 @@ from workbench.schemas.judgment_ratings import (
     RatingEditsSchema,
     edited_rating,
 )
-from workbench.schemas.judgment_sources import Judge
+from workbench.schemas.judgment_sources import ChosenJudge
 from workbench.schemas.judgments import LlmEstimateSchema, LlmJudgmentSchema, judgment_schema
 
 STORED = {("QuerySet", "qs"): {"querySetQueries": [{"queryText": "a"}]},
@@ -303,7 +303,7 @@ def reference(**fields: Any) -> dict[str, Any]:
 def test_reference_fields() -> None:
     fields = judgment(reference(threshold=0.4, judgeOptions={"k": 1}))
     choice = fields.pop("judge")
-    assert isinstance(choice, Judge)
+    assert isinstance(choice, ChosenJudge)
     assert (choice.name, choice.options, choice.judge.threshold) == (
         "overlap", {"k": 1, "threshold": 0.4}, 0.4)
     assert fields == {"name": "r", "description": None, "type": "REFERENCE_JUDGMENT",
