@@ -14,7 +14,7 @@ ours reads its lists; neither can be split further.
 
 NDCG agreement: trec_eval's ``ndcg_cut`` uses the qrel value as the gain, so the qrels carry
 2^grade - 1 (integers for integer grades), which makes it our exponential-gain NDCG with the
-ideal from all judged documents (``tests/unit/test_metrics_references.py``). Reported as the
+ideal from all judged documents (``tests/unit/metrics/test_references.py``). Reported as the
 largest absolute difference over all queries at k = 10 and k = 100, against 1.0, the range of
 NDCG: the "ratio" is then that difference as a fraction of the scale.
 """

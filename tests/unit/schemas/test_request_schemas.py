@@ -20,7 +20,7 @@ from workbench.schemas.query_sets import (
 )
 from workbench.schemas.search_configurations import SearchConfigurationSchema
 
-OPENAPI = Path(__file__).parents[2] / "workbench" / "api" / "openapi.yaml"
+OPENAPI = Path(__file__).parents[3] / "workbench" / "api" / "openapi.yaml"
 QUERY = '{"query": {"match": {"title": "%SearchText%"}}}'
 
 

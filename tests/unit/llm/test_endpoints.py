@@ -22,7 +22,7 @@ from workbench.llm.base import (
 )
 from workbench.llm.endpoints import DEFAULT_TRUSTED, EndpointPolicy, EndpointRefused, address_kind
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 DOC = REPO / "docs" / "model-endpoints.md"
 
 

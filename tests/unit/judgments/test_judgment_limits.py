@@ -14,7 +14,7 @@ from workbench.judgments import runner
 from workbench.judgments.limits import MAX_RATINGS, size_error
 from workbench.store.search import ShardFailure, check_shards
 
-MAPPING = Path(__file__).resolve().parents[2] / "index_mappings" / "judgment.json"
+MAPPING = Path(__file__).resolve().parents[3] / "index_mappings" / "judgment.json"
 
 
 def test_the_index_holds_every_list_within_the_limit() -> None:

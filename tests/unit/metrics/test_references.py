@@ -21,7 +21,7 @@ Precision, Recall, MAP and MRR of that page do NOT coincide with trec_eval's in 
 threshold T, Precision dividing by min(k, n), Recall and MAP over R of the whole judgment set, MRR
 cut at k). They coincide on a sub-domain: integer ratings, relevance level max(1, ceil(T)), and
 exactly k results (then min(k, n) = k and trec_eval's uncut recip_rank sees the same k results).
-The general case is checked against the loop reference in test_metrics_pointwise.py.
+The general case is checked against the loop reference in tests/unit/metrics/test_pointwise.py.
 """
 
 from __future__ import annotations
