@@ -11,6 +11,14 @@ Invariant: every PROCESSING/RETRYING entity has a queued marker or a live lease 
 the next key before it deletes the previous one). The sweeper re-queues an entity that has
 neither: its worker died (the lease lapsed) or its message was lost.
 
+Why not redis-py's ``Lock`` (which these keys resemble: a token, a TTL, release only by the
+owner): two of the lease's rules do not fit it. A heartbeat writes the lease again when the key
+has *vanished* (a Redis restarted without its data must not leave a running job unleased, while
+``Lock.reacquire`` raises ``LockNotOwnedError`` then), and a job takes over a lease whose holder
+is a dead process of its own host (``holder_is_dead``) instead of waiting out the TTL, which
+needs the holder's host and pid readable in the value. The two short Lua scripts below are the
+whole of the difference.
+
 The key names are ``workbench.redis_keys``'s (imported here, so ``leases.lease_key`` ... are
 what the sweeper and the queue use).
 """
