@@ -1,6 +1,6 @@
 """What every SRW entity route shares: its repository, and the list / get / search / delete
-handlers, job cancelling, and the checks made before a delete (the wire contract's entity
-routes: docs/ once written; until then the tests pin them)."""
+handlers, job cancelling, and the checks made before a delete (docs/contract.md, "HTTP
+conventions")."""
 
 from __future__ import annotations
 
@@ -14,7 +14,8 @@ from opensearchpy.exceptions import TransportError
 from workbench.api import json_body, json_response, services
 from workbench.errors import BadRequest, Conflict, NotFound
 from workbench.jobs.control import request_cancel
-from workbench.schemas.numbers import MAX_RESULT_WINDOW, bounded_int
+from workbench.schemas.body import load
+from workbench.schemas.lists import ListBodySchema
 from workbench.store.indices import EXPERIMENT_INDEX
 from workbench.store.plugin_settings import Stored
 from workbench.store.repository import Repository
@@ -32,18 +33,9 @@ def repository(index: str) -> Repository:
 
 def list_entities(repo: Repository, query: dict[str, Any] | None = None,
                   source: Any = None) -> Response:
-    """GET on a collection: paging and sort come from the body, defaults size 1000,
-    ``timestamp`` descending (only the exact ``"asc"`` sorts ascending)."""
-    body = json_body(required=False) or {}
-    size = bounded_int(body.get("size", 1000), "size", 0, MAX_RESULT_WINDOW)
-    field, order = "timestamp", "desc"
-    sort = body.get("sort")
-    if isinstance(sort, dict) and sort:
-        field, spec = next(iter(sort.items()))
-        if not all(field.split(".")):  # "." or "a..b": the cluster fails such a sort with a 500
-            raise BadRequest(f"sort field [{field}] is not a field name")
-        if isinstance(spec, dict) and spec.get("order") == "asc":
-            order = "asc"
+    """GET on a collection: paging and sort come from the body (schemas/lists.py)."""
+    fields = load(ListBodySchema(), json_body(required=False) or {})
+    size, (field, order) = fields["size"], fields["sort"]
     return json_response(repo.list_response(size, field, order, query, source))
 
 
@@ -121,10 +113,3 @@ def refuse_if_used(field: str, entity_id: str, what: str) -> None:
             + ", ".join(ids)
         )
 
-
-def text_field(body: dict[str, Any], name: str) -> Any:
-    """A field that must be a string when present (Java casts it; a wrong type is a 400 here)."""
-    value = body.get(name)
-    if value is not None and not isinstance(value, str):
-        raise BadRequest(f"Field '{name}' must be a string")
-    return value
