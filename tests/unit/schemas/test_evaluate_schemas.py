@@ -7,8 +7,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from marshmallow import Schema
 
+from tests.support.bodies import reason
 from workbench.errors import BadRequest
 from workbench.schemas.body import load
 from workbench.schemas.evaluate import BatchSchema, entry_body
@@ -24,15 +24,6 @@ def no_query_rule(query: str, field: str) -> str | None:
 
 def refuse_query(query: str, field: str) -> str | None:
     return f"query is not valid JSON: {field}"
-
-
-def reason(schema: Schema, body: dict[str, Any]) -> str:
-    with pytest.raises(BadRequest) as caught:
-        load(schema, body)
-    assert type(caught.value) is BadRequest
-    assert caught.value.status == 400
-    assert caught.value.error_type == "illegal_argument_exception"
-    return caught.value.reason
 
 
 # -- the workbench's shape ---------------------------------------------------------------------

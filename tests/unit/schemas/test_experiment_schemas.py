@@ -4,11 +4,9 @@ reads asked of the cluster (none after the first error), and the hybrid search b
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 from marshmallow import Schema
 
 from workbench.errors import BadRequest
@@ -23,8 +21,6 @@ from workbench.schemas.experiments import (
     PointwiseExperimentSchema,
     experiment_schema,
 )
-
-OPENAPI = Path(__file__).parents[3] / "workbench" / "api" / "openapi.yaml"
 
 QUERY_SETS: dict[str, list[str]] = {"qs": ["q1", "q2"], "empty": []}
 CONFIGS = {"c1", "c2", "c3"}
@@ -263,24 +259,3 @@ def test_hybrid_search_body_reasons(body: dict[str, Any], expected: str) -> None
     with pytest.raises(BadRequest) as caught:
         load(HybridSearchSchema(), body)
     assert caught.value.reason == expected
-
-
-# -- one source of truth with the OpenAPI document ---------------------------------------------
-
-def request_properties(method: str, path: str) -> set[str]:
-    document = yaml.safe_load(OPENAPI.read_text())
-    operation = document["paths"]["/_plugins/_search_relevance" + path][method]
-    schema = operation["requestBody"]["content"]["application/json"]["schema"]
-    if "$ref" in schema:
-        schema = document["components"]["schemas"][schema["$ref"].rsplit("/", 1)[-1]]
-    return set(schema["properties"])
-
-
-@pytest.mark.parametrize(("method", "path", "schema"), [
-    ("put", "/experiments", PointwiseExperimentSchema(lookups=Cluster().lookups())),
-    ("patch", "/experiments/{entity_id}", ExperimentPatchSchema()),
-])
-def test_openapi_request_bodies_name_the_schema_fields(method: str, path: str,
-                                                       schema: Schema) -> None:
-    fields = {field.data_key or name for name, field in schema.fields.items()}
-    assert request_properties(method, path) == fields

@@ -1,16 +1,14 @@
 """The request-body schemas of query sets and search configurations (issue 21): exact reasons,
-field order, defaults and lenient readings, without any service; and the OpenAPI document's
-request bodies name the same fields."""
+field order, defaults and lenient readings, without any service. That the OpenAPI document's
+request bodies name the same fields is tests/unit/api/test_openapi_request_bodies.py's."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
-from marshmallow import Schema
 
+from tests.support.bodies import reason
 from workbench.errors import BadRequest
 from workbench.schemas.body import load
 from workbench.schemas.query_sets import (
@@ -20,21 +18,11 @@ from workbench.schemas.query_sets import (
 )
 from workbench.schemas.search_configurations import SearchConfigurationSchema
 
-OPENAPI = Path(__file__).parents[3] / "workbench" / "api" / "openapi.yaml"
 QUERY = '{"query": {"match": {"title": "%SearchText%"}}}'
 
 
 def no_query_rule(query: Any) -> str | None:
     return None if isinstance(query, str) else "query is required"
-
-
-def reason(schema: Schema, body: dict[str, Any]) -> str:
-    with pytest.raises(BadRequest) as caught:
-        load(schema, body)
-    assert type(caught.value) is BadRequest
-    assert caught.value.status == 400
-    assert caught.value.error_type == "illegal_argument_exception"
-    return caught.value.reason
 
 
 # -- PUT /query_sets ---------------------------------------------------------------------------
@@ -184,25 +172,3 @@ def test_configuration_query_rule_is_the_one_given_and_its_errors_keep_their_ord
     # an earlier field's error still wins over an exception raised by a later field
     assert reason(SearchConfigurationSchema(query_check=refusing),
                   {"name": "c", "query": QUERY}) == "index is required"
-
-
-# -- one source of truth with the OpenAPI document ---------------------------------------------
-
-def request_properties(method: str, path: str) -> set[str]:
-    document = yaml.safe_load(OPENAPI.read_text())
-    operation = document["paths"]["/_plugins/_search_relevance" + path][method]
-    schema = operation["requestBody"]["content"]["application/json"]["schema"]
-    if "$ref" in schema:
-        schema = document["components"]["schemas"][schema["$ref"].rsplit("/", 1)[-1]]
-    return set(schema["properties"])
-
-
-@pytest.mark.parametrize(("method", "path", "schema"), [
-    ("put", "/query_sets", ManualQuerySetSchema(maximum=1)),
-    ("post", "/query_sets", SampledQuerySetSchema(maximum=1)),
-    ("put", "/search_configurations", SearchConfigurationSchema(query_check=no_query_rule)),
-])
-def test_openapi_request_bodies_name_the_schema_fields(method: str, path: str,
-                                                       schema: Schema) -> None:
-    fields = {field.data_key or name for name, field in schema.fields.items()}
-    assert request_properties(method, path) == fields

@@ -5,18 +5,15 @@ interval asked only when the expression is read."""
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from workbench.errors import BadRequest
 from workbench.experiments.scheduling import PARSE_ERROR as SCHEDULING_PARSE_ERROR
 from workbench.schemas.body import load
 from workbench.schemas.schedules import PARSE_ERROR, ScheduleSchema
 
-OPENAPI = Path(__file__).parents[3] / "workbench" / "api" / "openapi.yaml"
 HOUR_MS = 3_600_000
 NOW = datetime(2025, 1, 1, 12, 0, tzinfo=UTC)
 
@@ -90,11 +87,3 @@ def test_the_minimum_interval_is_asked_only_when_the_expression_is_read() -> Non
     load(ScheduleSchema(minimum_interval=minimum), {"experimentId": "e",
                                                     "cronExpression": "0 * * * *"})
     assert asked == [True]
-
-
-def test_openapi_request_body_names_the_schema_fields() -> None:
-    document = yaml.safe_load(OPENAPI.read_text())
-    operation = document["paths"]["/_plugins/_search_relevance/experiments/schedule"]["post"]
-    properties = operation["requestBody"]["content"]["application/json"]["schema"]["properties"]
-    schema = ScheduleSchema(minimum_interval=lambda: 0)
-    assert set(properties) == {field.data_key or name for name, field in schema.fields.items()}
