@@ -130,6 +130,15 @@ def test_a_unit_that_fails_for_good_fails_the_run_with_its_reason(svc: Services)
     assert issubclass(fanout.UnitFailed, JobFailed)  # the job ends ERROR with the reason
 
 
+def test_a_unit_the_parent_itself_fails_for_good_fails_the_run_the_same_way(
+        svc: Services) -> None:
+    """One unit only: the parent's own thread takes it (no helper can be first), and its failure
+    is the run's ``UnitFailed`` with the reason, the run's keys gone, as on a helper."""
+    with pytest.raises(fanout.UnitFailed, match="cannot square 13"):
+        fanout.spread(svc, KIND, uuid.uuid4().hex, {"failOn": 13}, [[13]], [1], None)
+    assert not list(svc.redis.scan_iter("wb:fan:test_squares:*"))
+
+
 def test_a_run_again_keeps_the_units_already_done_and_sums_the_tally(svc: Services) -> None:
     entity = uuid.uuid4().hex
     payloads = units(4)

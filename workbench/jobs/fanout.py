@@ -455,15 +455,18 @@ def spread(svc: Services, kind_name: str, entity_id: str, head: Any, payloads: S
         _watch(crew, runner, keys, weights, control)
     finally:
         runner.join()
-    if crew.errors:
-        raise crew.errors[0]
+    first = crew.errors[0] if crew.errors else None
+    if first is not None and (is_transient(first) or not isinstance(first, Exception)):
+        raise first  # waited out by the job: the run's keys stay for its next attempt
     out = results(r, keys, len(payloads))
-    log.info("%s %s: %d units done in %.2f s", kind_name, entity_id, len(payloads),
-             time.monotonic() - started)
     r.delete(*keys.all())  # merged or failed: a helper that comes late finds nothing
     failed = next((o for o in out if isinstance(o, dict) and "unitError" in o), None)
-    if failed is not None:
+    if failed is not None:  # a unit failed for good, here or on another worker
         raise UnitFailed(failed["unitError"])
+    if first is not None:
+        raise first
+    log.info("%s %s: %d units done in %.2f s", kind_name, entity_id, len(payloads),
+             time.monotonic() - started)
     if any(o is None for o in out):
         raise JobFailed(f"{out.count(None)} of {len(out)} units of the job were not done")
     return out
