@@ -1,7 +1,8 @@
 """Cluster-level paths the workbench answers in part or in full:
 
 * ``_cluster/settings``: ``plugins.search_relevance.*`` keys are the workbench's own (the cluster
-  would refuse them); every other key still goes to the cluster, and the answers are merged.
+  would refuse them; schemas/cluster_settings.py checks them); every other key still goes to the
+  cluster, and the answers are merged.
 * ``_plugins/ubi/initialize``: creates ``ubi_queries``/``ubi_events`` when the cluster has no UBI
   plugin, so sampling and click models work with any cluster.
 """
@@ -16,27 +17,20 @@ from flask import Blueprint, Response, request
 
 from workbench.api import caller, check_output_flags, json_body, json_response, services
 from workbench.api.proxy import forward
-from workbench.errors import BadRequest
+from workbench.schemas.body import load
+from workbench.schemas.cluster_settings import (
+    DEFINITIONS,
+    PREFIX,
+    SCOPES,
+    ClusterSettingsSchema,
+    ours,
+)
 from workbench.store import plugins
 from workbench.store.bootstrap import ensure_index, load_spec
-from workbench.store.plugin_settings import DEFINITIONS, PREFIX, PluginSettings, ours
 
 bp = Blueprint("cluster", __name__)
 bp.before_request(check_output_flags)  # before the caller is authenticated, as OpenSearch
 caller.install(bp)
-
-SCOPES = ("persistent", "transient")
-
-
-def flatten(tree: dict[str, Any], prefix: str = "") -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for key, value in tree.items():
-        if isinstance(value, dict) and value:
-            out.update(flatten(value, f"{prefix}{key}."))
-        else:
-            out[f"{prefix}{key}"] = value
-    return out
-
 
 def nest(flat: dict[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {}
@@ -56,11 +50,6 @@ def merge(into: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
         else:
             into[key] = value
     return into
-
-
-def _reaches_ours(key: str) -> bool:
-    """A reset wildcard broader than our prefix (``plugins.*``, ``*``) also resets ours."""
-    return key.endswith("*") and PREFIX.startswith(key[:-1])
 
 
 def _query(drop: tuple[str, ...] = ()) -> str:
@@ -83,22 +72,12 @@ def _cluster_call(method: str, body: dict[str, Any] | None,
 
 @bp.put("/_cluster/settings")
 def put_cluster_settings() -> Response:
-    body = json_body()
-    assert body is not None
-    for scope in SCOPES:  # the cluster itself answers 500 (a ClassCastException) for these
-        if body.get(scope) is not None and not isinstance(body[scope], dict):
-            raise BadRequest(f"Failed to load settings from [{json.dumps(body[scope])}]",
-                             error_type="settings_exception")
-    sections = {scope: flatten(body.get(scope) or {}) for scope in SCOPES}
-    mine = {scope: {k: v for k, v in flat.items() if ours(k) or _reaches_ours(k)}
-            for scope, flat in sections.items()}
-    if not any(mine.values()):
+    loaded = load(ClusterSettingsSchema(), json_body() or {})
+    changes = loaded["changes"]
+    if not any(changes.values()):
         return forward(request, body_bytes=request.get_data())
-    theirs = {scope: {k: v for k, v in flat.items() if not ours(k)}
-              for scope, flat in sections.items()}
-    changes = {scope: PluginSettings.validate(
-        {(PREFIX + "*" if _reaches_ours(k) else k): v for k, v in mine[scope].items()}, scope)
-        for scope in SCOPES}
+    theirs = {scope: {k: v for k, v in loaded[scope].items() if not ours(k)}
+              for scope in SCOPES}
 
     svc = services()
     if any(k.endswith(("stats_enabled", "*")) for scope in SCOPES for k in changes[scope]):

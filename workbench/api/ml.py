@@ -4,7 +4,8 @@ Models registered with the workbench (in the environment and, read as the caller
 models route) are listed with the cluster's ML Commons models (or alone, when the cluster has no
 ML Commons), shaped as ML Commons model documents. Dashboards' prompt validation calls
 ``_predict`` on the chosen model: for a workbench model the workbench calls the model itself and
-answers in ML Commons' shape; any other id goes to the cluster.
+answers in ML Commons' shape (its body: schemas/ml_predict.py); any other id goes to the
+cluster.
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ from workbench.api.proxy import forward
 from workbench.errors import BadRequest, WorkbenchError
 from workbench.llm.base import ChatRequest, LLMError, ModelUnusable
 from workbench.llm.registry import ml_models_search_response
+from workbench.schemas.body import load
+from workbench.schemas.ml_predict import PredictSchema
 from workbench.store import plugins
 
 bp = Blueprint("ml", __name__)
@@ -67,7 +70,8 @@ def predict(model_id: str) -> Response:
         raise BadRequest(str(exc)) from None
     if model is None:  # an ML Commons model of the cluster
         return forward(request, body_bytes=request.get_data())
-    chat = _chat_request(json_body() or {})
+    prompt = load(PredictSchema(), json_body() or {})["parameters"]
+    chat = ChatRequest(prompt.system, prompt.user)
     try:
         answer = model.chat(chat)
     except ModelUnusable as exc:  # the model's own set-up: nothing reached the provider
@@ -81,24 +85,3 @@ def predict(model_id: str) -> Response:
         "status_code": 200,
     }]})
 
-
-def _chat_request(body: dict[str, Any]) -> ChatRequest:
-    """The prompt of a ``_predict`` body: ``parameters.messages`` (chat messages, as Dashboards
-    sends them) or ``parameters.prompt``; system messages become the system prompt."""
-    parameters = body.get("parameters")
-    if not isinstance(parameters, dict):
-        raise BadRequest("parameters must be an object holding messages or prompt")
-    messages = parameters.get("messages")
-    if messages is None and isinstance(parameters.get("prompt"), str):
-        messages = [{"role": "user", "content": parameters["prompt"]}]
-    if isinstance(messages, str):  # a connector-style JSON string of messages
-        try:
-            messages = json.loads(messages)
-        except ValueError:
-            raise BadRequest("parameters.messages must be a list of {role, content}") from None
-    if not isinstance(messages, list) or not messages or not all(
-            isinstance(m, dict) and isinstance(m.get("content"), str) for m in messages):
-        raise BadRequest("parameters.messages must be a non-empty list of {role, content}")
-    system = "\n\n".join(m["content"] for m in messages if m.get("role") == "system")
-    user = "\n\n".join(m["content"] for m in messages if m.get("role") != "system")
-    return ChatRequest(system, user)

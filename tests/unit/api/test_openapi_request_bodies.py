@@ -1,8 +1,10 @@
 """The OpenAPI document's request bodies name exactly the fields the request-body schemas read
 (workbench/schemas/), so the document and the code cannot drift apart (issue 21).
 
-Every JSON body under the SRW prefix is either checked here, against the schema(s) its route
-loads it with, or named in ``UNPARSED`` (bodies the workbench reads without a schema). A body's
+Every JSON body the document describes (the SRW routes', and those of the cluster paths the
+workbench answers itself: ``PUT /_cluster/settings``, a workbench model's ``_predict``) is either
+checked here, against the schema(s) its route loads it with, or named in ``UNPARSED`` (bodies the
+workbench reads without a schema). A body's
 documented properties are resolved through ``$ref``, ``allOf`` (their union) and ``oneOf`` /
 ``anyOf`` (the member the schema reads: a judgment or ``_evaluate`` shape). They must equal the
 schema's field data keys, give or take the short allow-lists below, each saying why.
@@ -20,10 +22,12 @@ from marshmallow import Schema
 from workbench.api import openapi
 from workbench.llm.spec import FIELDS, SNAKE, SpecError
 from workbench.schemas import experiments, judgments
+from workbench.schemas.cluster_settings import ClusterSettingsSchema
 from workbench.schemas.evaluate import TOP_LEVEL_OPTIONS, BatchSchema
 from workbench.schemas.evaluate_brief import BriefEvaluateSchema
 from workbench.schemas.evaluate_workbench import WorkbenchEvaluateSchema
 from workbench.schemas.judgment_ratings import CompareRules, CompareSchema, RatingEditsSchema
+from workbench.schemas.ml_predict import PredictSchema
 from workbench.schemas.models import ModelChangesSchema, ModelSchema
 from workbench.schemas.query_sets import ManualQuerySetSchema, SampledQuerySetSchema
 from workbench.schemas.schedules import ScheduleSchema
@@ -54,6 +58,7 @@ MODEL_READS = frozenset().union(*FIELDS.values()) - {"id", "apiKey"}
 # Schema data keys that name no field of the body.
 COMPARE_LISTS = frozenset({"_lists"})  # _Lists: the two stored lists, read once both ids are valid
 MODEL_SPEC = frozenset({"spec"})  # ModelSchema.spec: the whole body, as the model it registers
+SETTINGS_CHANGES = frozenset({"_changes"})  # _Changes: the workbench's keys of both sections
 
 
 # -- schemas built with harmless rules (only their fields are read here) -------------------------
@@ -83,8 +88,9 @@ def _model_schemas(path_id: str | None = None) -> tuple[Schema, ...]:
 
 @dataclass(frozen=True)
 class Body:
-    """One operation's request body as a route loads it. ``member``: the ``oneOf``/``anyOf``
-    member (a component's name) this schema reads."""
+    """One operation's request body as a route loads it. ``path``: under ``prefix`` (the SRW
+    routes', unless told). ``member``: the ``oneOf``/``anyOf`` member (a component's name) this
+    schema reads."""
 
     method: str
     path: str
@@ -93,6 +99,11 @@ class Body:
     reads: frozenset[str] = frozenset()  # documented, read by a rule (allow-list above)
     internal: frozenset[str] = frozenset()  # data keys that are no body field (allow-list above)
     label: str = ""  # tells apart the bodies of one operation
+    prefix: str = PREFIX
+
+    @property
+    def full_path(self) -> str:
+        return self.prefix + self.path
 
     @property
     def id(self) -> str:
@@ -131,6 +142,10 @@ def bodies() -> Iterator[Body]:
     yield Body("post", "/_evaluate", (BriefEvaluateSchema(),), "BriefEvaluateRequest",
                BRIEF_EVALUATE_READS)
     yield Body("post", "/_evaluate/_batch", (BatchSchema(),))
+    # cluster paths the workbench answers itself
+    yield Body("put", "/_cluster/settings", (ClusterSettingsSchema(),), internal=SETTINGS_CHANGES,
+               prefix="")
+    yield Body("post", "/_plugins/_ml/models/{model_id}/_predict", (PredictSchema(),), prefix="")
 
 
 BODIES = list(bodies())
@@ -172,21 +187,20 @@ def properties(node: dict[str, Any], member: str | None) -> set[str]:
     return names
 
 
-def body_schema(method: str, path: str) -> dict[str, Any]:
-    operation = openapi.document()["paths"][PREFIX + path][method]
+def body_schema(method: str, full_path: str) -> dict[str, Any]:
+    operation = openapi.document()["paths"][full_path][method]
     request_body = resolve(operation["requestBody"])
     schema: dict[str, Any] = request_body["content"]["application/json"]["schema"]
     return schema
 
 
 def operations() -> Iterator[tuple[str, str, dict[str, Any]]]:
-    """(method, path under the prefix, operation) of every SRW operation with a body."""
+    """(method, path, operation) of every documented operation with a body: the SRW routes' and
+    the cluster paths' the workbench answers itself."""
     for path, item in openapi.document()["paths"].items():
-        if not path.startswith(PREFIX + "/"):
-            continue
         for method in HTTP_METHODS:
             if method in item and "requestBody" in item[method]:
-                yield method, path.removeprefix(PREFIX), item[method]
+                yield method, path, item[method]
 
 
 # -- the checks -----------------------------------------------------------------------------------
@@ -198,14 +212,14 @@ def test_the_documented_properties_are_the_schema_fields(body: Body) -> None:
     # the allow-lists stay true: a field read by a rule is no field of its own, an internal key is
     assert not body.reads & keys, f"{sorted(body.reads & keys)} are schema fields now"
     assert body.internal <= keys, f"{sorted(body.internal - keys)} are no schema fields any more"
-    documented = properties(body_schema(body.method, body.path), body.member)
+    documented = properties(body_schema(body.method, body.full_path), body.member)
     expected = (keys - body.internal) | body.reads
     assert sorted(documented - expected) == [], "documented, but the schema does not read it"
     assert sorted(expected - documented) == [], "read by the schema, missing from openapi.yaml"
 
 
-def test_every_body_under_the_prefix_is_checked_or_read_without_a_schema() -> None:
-    checked = {(body.method, body.path) for body in BODIES}
+def test_every_documented_body_is_checked_or_read_without_a_schema() -> None:
+    checked = {(body.method, body.full_path) for body in BODIES}
     seen = set()
     for method, path, operation in operations():
         seen.add((method, path))
