@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from tests.support.bodies import reason
 from workbench.errors import BadRequest
 from workbench.schemas.body import load
 from workbench.schemas.cluster_settings import (
@@ -28,6 +29,9 @@ def loaded(body: dict[str, Any]) -> dict[str, Any]:
 
 
 def refused(body: dict[str, Any], error_type: str = "illegal_argument_exception") -> str:
+    """The 400's reason; a section that is no object is OpenSearch's ``settings_exception``."""
+    if error_type == "illegal_argument_exception":
+        return reason(ClusterSettingsSchema(), body)
     with pytest.raises(BadRequest) as caught:
         loaded(body)
     assert caught.value.status == 400

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from workbench.errors import BadRequest
+from tests.support.bodies import reason as refused
 from workbench.schemas.body import load
 from workbench.schemas.ml_predict import PredictSchema, Prompt
 
@@ -24,12 +24,7 @@ def prompt(body: dict[str, Any]) -> Prompt:
 
 
 def reason(body: dict[str, Any]) -> str:
-    with pytest.raises(BadRequest) as caught:
-        load(PredictSchema(), body)
-    assert type(caught.value) is BadRequest
-    assert caught.value.status == 400
-    assert caught.value.error_type == "illegal_argument_exception"
-    return caught.value.reason
+    return refused(PredictSchema(), body)
 
 
 def test_messages_as_dashboards_sends_them() -> None:
