@@ -284,6 +284,30 @@ def test_partial_answers_become_failures_then_retry_and_edit(
         400, f"Document zz is not part of query [{query}] in this judgment")
 
 
+def test_a_retry_that_fails_ends_error_with_its_reason_and_keeps_the_ratings(
+        api: Api, worker: Worker, setup: dict[str, Any], llm: LLMServer,
+        direct: OpenSearch) -> None:
+    """A retry whose failed document was deleted from the index ends ERROR naming it; the
+    judgment keeps every rating and failure it had (only status and metadata.error change)."""
+    llm.partial(ids=["p1"], times=3)
+    done = run(api, body(setup, overwriteCache=True))
+    entry = next(e for e in done["judgmentRatings"] if e["query"] == "red shoes")
+    assert entry["failures"] == [{"docId": "p1"}]
+    source = direct.get(index=setup["index"], id="p1")["_source"]
+    direct.delete(index=setup["index"], id="p1", refresh=True)
+    try:
+        assert api.srw("POST", f"/judgments/{done['id']}/_retry").status == 200
+        after = finished(api, f"/judgments/{done['id']}", 60)
+    finally:
+        direct.index(index=setup["index"], id="p1", body=source, refresh=True)
+    assert after["status"] == "ERROR"
+    assert after["metadata"]["error"] == (
+        f"Cannot retry: document(s) no longer exist in index [{setup['index']}]: [p1]")
+    assert after["judgmentRatings"] == done["judgmentRatings"]
+    assert {k: v for k, v in after["metadata"].items() if k != "error"} == \
+        {k: v for k, v in done["metadata"].items() if k != "error"}
+
+
 def test_edit_moves_a_failed_document_into_the_ratings(api: Api, worker: Worker,
                                                         setup: dict[str, Any],
                                                         llm: LLMServer) -> None:

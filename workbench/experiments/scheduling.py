@@ -22,6 +22,7 @@ from workbench.experiments.context import load
 from workbench.experiments.runner import execute
 from workbench.experiments.waiting import await_judgments
 from workbench.jobs.base import JobFailed
+from workbench.redis_keys import schedule_claim_key, schedule_last_key
 from workbench.schemas.schedules import PARSE_ERROR as PARSE_ERROR  # where tests look
 from workbench.services import Services
 from workbench.store.indices import EXPERIMENT_INDEX, HISTORY_INDEX, JOBS_INDEX
@@ -39,7 +40,7 @@ def job_document(experiment_id: str, expression: str) -> dict[str, Any]:
 
 def last_fire_key(job_id: str) -> str:
     """Redis key of the fire time a scheduler last handled for a job."""
-    return f"workbench:schedule:{job_id}:last"
+    return schedule_last_key(job_id)
 
 
 def latest_fire(expression: str, after_ms: int, now: datetime) -> datetime | None:
@@ -92,7 +93,7 @@ class Scheduler:
         self.svc.redis.set(last_key, fire_ms)
         # The claim is per schedule (its enabledTime): a schedule deleted and created again
         # starts with no claimed fire times.
-        claim = f"workbench:schedule:{job_id}:{job.get('enabledTime')}:{fire_ms}"
+        claim = schedule_claim_key(job_id, job.get("enabledTime"), fire_ms)
         if not self.svc.redis.set(claim, 1, nx=True, ex=7 * 86400):
             return None  # another scheduler fired it
         history_id = new_id()

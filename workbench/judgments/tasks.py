@@ -14,6 +14,7 @@ from workbench.jobs.celery_app import celery_app, worker_client, worker_services
 from workbench.judgments import reference_job, runner
 from workbench.judgments.llm import split as llm_split
 from workbench.store.indices import JUDGMENT_INDEX
+from workbench.store.repository import Repository
 
 #: the modules whose fan-out units these jobs spread (imported for their registration)
 SPLIT_UNITS = (llm_split, reference_job)
@@ -35,14 +36,12 @@ class JudgmentRetryTask(JudgmentTask):
 
     def write_failure(self, entity_id: str, fields: dict[str, Any]) -> None:
         """A failed retry keeps the ratings it had; only the status and the error change."""
-        worker_client().update(
-            index=self.status_index, id=entity_id, refresh=True, retry_on_conflict=3,
-            body={"script": {
-                "source": "ctx._source.status = 'ERROR'; "
-                          "if (ctx._source.metadata == null) { ctx._source.metadata = [:]; } "
-                          "ctx._source.metadata.error = params.error",
-                "params": {"error": fields["metadata"]["error"]}}},
-        )
+        Repository(worker_client(), self.status_index).update_script(
+            entity_id,
+            "ctx._source.status = 'ERROR'; "
+            "if (ctx._source.metadata == null) { ctx._source.metadata = [:]; } "
+            "ctx._source.metadata.error = params.error",
+            {"error": fields["metadata"]["error"]})
 
 
 @celery_app.task(name="workbench.judgments.generate", base=JudgmentTask)

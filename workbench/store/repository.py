@@ -70,10 +70,14 @@ class Repository:
 
     def update_fields(self, doc_id: str, fields: dict[str, Any]) -> None:
         """Replace the given top-level fields (whole values, not merged objects)."""
+        self.update_script(doc_id, "ctx._source.putAll(params.fields)", {"fields": fields})
+
+    def update_script(self, doc_id: str, source: str, params: dict[str, Any]) -> None:
+        """Run a painless ``source`` with ``params`` on the document (refreshed; retried on
+        a concurrent change)."""
         self.client.update(
             index=self.index, id=doc_id, refresh="true", retry_on_conflict=3,
-            body={"script": {"source": "ctx._source.putAll(params.fields)",
-                             "params": {"fields": fields}}},
+            body={"script": {"source": source, "params": params}},
         )
 
     def update_partial(self, doc_id: str, doc: dict[str, Any], *, seq_no: int,
