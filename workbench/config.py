@@ -45,6 +45,13 @@ def _non_negative_int(raw: str) -> int:
     return value
 
 
+def _split_queries(raw: str) -> int | None:
+    """``auto`` (or empty): decided per job; else a query count (0 never splits)."""
+    if raw.strip().lower() in ("", "auto"):
+        return None
+    return _non_negative_int(raw)
+
+
 def _positive_float(raw: str) -> float:
     value = float(raw)
     if value <= 0:
@@ -225,10 +232,13 @@ class Config:
         8, "WORKBENCH_LLM_CONCURRENCY", _positive_int,
         "LLM calls one judgment job makes at once in one worker process (a split job makes "
         "this many in each process working on it).")
-    split_queries: int = setting(
-        100, "WORKBENCH_SPLIT_QUERIES", _non_negative_int,
-        "A judgment (LLM or reference) or pointwise/hybrid experiment with at least this many "
-        "queries is split into units that every free worker takes a share of; 0 never splits.")
+    split_queries: int | None = setting(
+        None, "WORKBENCH_SPLIT_QUERIES", _split_queries,
+        "Whether a judgment (LLM or reference) or pointwise/hybrid experiment is split into "
+        "units that every free worker takes a share of. Unset (or auto): a job of at least 100 "
+        "queries is split when its estimated work far exceeds what splitting costs and another "
+        "worker is free; a number: every job of at least that many queries is split; 0 never "
+        "splits.")
     llm_timeout: float = setting(
         120.0, "WORKBENCH_LLM_TIMEOUT", _positive_float, "Seconds to wait for one LLM answer.")
     llm_max_retries: int = setting(

@@ -1,5 +1,6 @@
-"""POINTWISE_EVALUATION and HYBRID_OPTIMIZER over every free worker (``jobs.fanout``): a run of
-``split_queries`` queries or more is cut into units of consecutive query positions. Each
+"""POINTWISE_EVALUATION and HYBRID_OPTIMIZER over every free worker (``jobs.fanout``): a run
+worth splitting (``fanout.worth_splitting``: from its estimated work and the free workers, or
+``WORKBENCH_SPLIT_QUERIES``) is cut into units of consecutive query positions. Each
 process working on it loads the experiment's inputs once, writes the evaluation results and
 variants of its units (the ids come from the query positions, as in a whole run) and returns
 the units' ``results`` entries; the parent joins them in query order, so the experiment is the
@@ -32,6 +33,10 @@ UNIT_QUERIES = {pointwise.TYPE: 100, hybrid.TYPE: 5}
 #: fewest queries in one unit: a pointwise query is one search, and smaller units cost more in
 #: round trips and loading than a second worker gains
 FLOOR_QUERIES = {pointwise.TYPE: 50, hybrid.TYPE: 1}
+#: estimated seconds of one (query, configuration) pair on one worker process: a pointwise
+#: pair is one search in an ``_msearch`` batch, its metrics and two documents written (1,500
+#: ESCI queries x 2 configurations: 1.75 s, issue 22); a hybrid pair is 82 evaluations
+PAIR_SECONDS = {pointwise.TYPE: 0.0005, hybrid.TYPE: 0.02}
 #: a run is cut into at least this many units (when it has the queries), so that a run just
 #: past the threshold still has shares for several workers
 MIN_UNITS = 8
@@ -40,8 +45,11 @@ HEAD_FIELDS = ("id", "type", "querySetId", "searchConfigurationList", "judgmentL
 
 
 def worth_splitting(ctx: RunContext) -> bool:
-    return (ctx.experiment.get("type") in UNIT_QUERIES and bool(ctx.configs)
-            and fanout.worth_splitting(ctx.svc, len(ctx.entries)))
+    kind = ctx.experiment.get("type")
+    if kind not in UNIT_QUERIES or not ctx.configs:
+        return False
+    pairs = len(ctx.entries) * len(ctx.configs)
+    return fanout.worth_splitting(ctx.svc, len(ctx.entries), pairs * PAIR_SECONDS[str(kind)])
 
 
 def unit_ranges(queries: int, per_unit: int, floor: int = 1) -> list[list[int]]:

@@ -48,7 +48,8 @@ import redis
 from workbench.jobs.base import JobFailed, failure_reason, is_transient
 from workbench.jobs.control import JobControl
 from workbench.jobs.leases import holder_is_dead, holder_value
-from workbench.redis_keys import FANOUT_PARTS, fanout_key
+from workbench.jobs.supervisor import read_all
+from workbench.redis_keys import FANOUT_PARTS, fanout_key, lease_key
 from workbench.services import Services
 from workbench.store.identity import carry, current
 
@@ -62,6 +63,14 @@ KEY_TTL = 24 * 3600
 POLL = 0.02
 #: how often the parent's waiting thread looks for units held by dead processes of this host
 RECLAIM_EVERY = 1.0
+#: what a split costs before any unit gains (publishing the units, a helper's Celery hop, the
+#: helper loading the job's inputs, the parent waiting for the last unit and merging): about
+#: 0.1-0.2 s on a 2-core machine (issue 22, 150 pointwise queries split: 0.226 s, unsplit 0.15 s)
+SPLIT_COST_SECONDS = 0.25
+#: a job is split only when its estimated serial work is this many times the cost of a split
+SPLIT_MARGIN = 4.0
+#: fewer queries than this are never split when the decision is automatic
+AUTO_MIN_QUERIES = 100
 
 # Store the result of the unit just done, if any (once, and drop its lease); then take the next
 # unit (or one whose holder's lease lapsed): false when stopped or nothing is left, -1 when the
@@ -405,10 +414,40 @@ def publish(r: redis.Redis, keys: Keys, head: Any, payloads: Sequence[Any]) -> i
     return len(done)
 
 
-def worth_splitting(svc: Services, queries: int) -> bool:
-    """Whether a job over ``queries`` queries is split (``WORKBENCH_SPLIT_QUERIES``; 0 never)."""
+def worth_splitting(svc: Services, queries: int, seconds: float) -> bool:
+    """Whether a job over ``queries`` queries, estimated to take ``seconds`` on one worker
+    process, is split. ``WORKBENCH_SPLIT_QUERIES`` set to a number decides by the query count
+    alone (0 never; tests force splits so). Unset, a job is split only when it has
+    ``AUTO_MIN_QUERIES`` queries, its work exceeds ``SPLIT_MARGIN`` times what splitting costs
+    (``SPLIT_COST_SECONDS``), and another worker is free to take units: a job that cannot gain
+    pays none of it (checked in that order, the cheap tests first)."""
     threshold = svc.config.split_queries
-    return threshold > 0 and queries >= threshold
+    if threshold is not None:
+        return threshold > 0 and queries >= threshold
+    if queries < AUTO_MIN_QUERIES or seconds < SPLIT_MARGIN * SPLIT_COST_SECONDS:
+        return False
+    free = free_slots(svc)
+    if free < 1:
+        log.info("a job of %d queries (about %.1f s) is not split: no other worker is free",
+                 queries, seconds)
+    return free >= 1
+
+
+def free_slots(svc: Services) -> int:
+    """Job slots of this queue's workers that run no job, as Redis knows them: every live
+    worker supervisor of the queue (``jobs.supervisor``'s records) brings this worker's
+    concurrency (workers are assumed alike), every live job lease (``jobs.leases``, this job's
+    too) takes one. An unsupervised worker leaves no record: with none, this worker alone
+    counts. Redis down: none free (the job runs here, unsplit)."""
+    try:
+        workers = sum(1 for record in read_all(svc.redis)
+                      if record.get("queue") == svc.config.task_queue)
+        busy = sum(1 for _ in svc.redis.scan_iter(lease_key("*", "*"), count=500))
+    except redis.exceptions.RedisError as exc:
+        log.warning("cannot count the free workers (Redis: %s): the job is not split",
+                    type(exc).__name__)
+        return 0
+    return max(1, workers) * svc.config.worker_concurrency - max(1, busy)
 
 
 def queue_helper(kind_name: str, entity_id: str, run: str) -> None:

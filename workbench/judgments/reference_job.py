@@ -20,6 +20,8 @@ from workbench.store.indices import QUERY_SET_INDEX, SEARCH_CONFIG_INDEX
 KIND = "reference_judgment"
 #: queries per unit of a split job
 UNIT_QUERIES = 10
+#: estimated seconds of judging one query's hits (token counts, or embeddings)
+QUERY_SECONDS = 0.01
 
 
 def shown_fields(source: dict[str, Any], fields: list[str]) -> str:
@@ -66,7 +68,7 @@ def generate(svc: Services, metadata: dict[str, Any], judgment_id: str,
     targets = retrieve(svc, entries, configs, int(metadata.get("size", 10)),
                        lambda source: shown_fields(source, fields))
     judge = _judge(svc, metadata)  # an unknown judge or option fails here, before any unit
-    if fanout.worth_splitting(svc, len(targets)):
+    if fanout.worth_splitting(svc, len(targets), len(targets) * QUERY_SECONDS):
         groups = [targets[n:n + UNIT_QUERIES] for n in range(0, len(targets), UNIT_QUERIES)]
         payloads = [[_payload(t) for t in group] for group in groups]
         parts = fanout.spread(svc, KIND, judgment_id, {"metadata": without_progress(metadata)},

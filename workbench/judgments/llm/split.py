@@ -24,6 +24,8 @@ from workbench.redis_keys import budget_key
 from workbench.services import Services
 
 KIND = "llm_judgment"
+#: estimated seconds of one query's LLM call(s), made ``WORKBENCH_LLM_CONCURRENCY`` at a time
+CALL_SECONDS = 1.0
 
 
 def _asked(targets: list[Target]) -> list[int]:
@@ -36,7 +38,8 @@ def rate(svc: Services, judgment_id: str, judge: LlmRater, targets: list[Target]
     """``LlmRater.rate``, spread over the workers when enough queries have hits to rate: the same
     outcomes, and the usage added to ``judge.usage``."""
     asked = _asked(targets)
-    if not fanout.worth_splitting(svc, len(asked)):
+    seconds = len(asked) * CALL_SECONDS / max(1, svc.config.llm_concurrency)
+    if not fanout.worth_splitting(svc, len(asked), seconds):
         return judge.rate(targets)
     payloads = [{"queryText": targets[n].entry.query_text,
                  "customFields": targets[n].entry.custom_fields,
