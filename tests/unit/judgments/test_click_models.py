@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import math
+import random
+from decimal import ROUND_HALF_UP, Decimal, localcontext
 from fractions import Fraction
 
 import numpy as np
@@ -318,3 +320,20 @@ def test_pbm_with_no_rows_returns_zeros() -> None:
                        np.array([]), 3, 2)
     np.testing.assert_array_equal(alpha, np.zeros(3))
     np.testing.assert_array_equal(gamma, np.zeros(2))
+
+
+def _decimal_rating(value: float) -> str:
+    """The rule itself, through Decimal: HALF_UP to three decimals of the shortest repr."""
+    with localcontext() as context:
+        context.prec = 400
+        return f"{Decimal(repr(value)).quantize(Decimal('0.001'), rounding=ROUND_HALF_UP):f}"
+
+
+def test_format_rating_on_digits_agrees_with_decimal_rounding() -> None:
+    rng = random.Random(22)
+    values = [rng.uniform(0, 10) for _ in range(20_000)] + \
+        [rng.uniform(-5, 5) for _ in range(5_000)] + \
+        [rng.randint(0, 10**6) / 10**4 for _ in range(5_000)] + \
+        [-0.0, -0.0005, -0.0004999, 0.9995, 9.9995, 123456789.9995, 1e-05, 1.5e-4, 5e-324,
+         1.7976931348623157e308, 1e16, 1.2345e17]
+    assert [format_rating(v) for v in values] == [_decimal_rating(v) for v in values]
