@@ -73,10 +73,18 @@ class Bench:
         self.client = OpenSearch(hosts=[self.opensearch_url], timeout=600)
         self._stops: list[Callable[[], None]] = []
 
-    def server(self, workers: int = 2, front: str = "none", **env: str) -> Server:
-        srv = Server(dict(self.env, **env), workers=workers, front=front)
+    def server(self, workers: int = 2, front: str = "none", prefix: list[str] | None = None,
+               **env: str) -> Server:
+        """``workbench serve``; ``prefix`` is a command it runs under (``env -C DIR`` serves
+        another tree). One that does not come up is stopped before the error is raised."""
+        srv = _StoppedOnFailure(dict(self.env, **env), workers=workers, front=front,
+                                prefix=prefix)
         self._stops.append(srv.stop)
         return srv
+
+    def on_close(self, fn: Callable[[], None]) -> None:
+        """Run ``fn`` when the benchmark's processes stop (after those started later)."""
+        self._stops.append(fn)
 
     def worker(self, **env: str) -> Worker:
         wrk = Worker(dict(self.env, **env), queue=env.get("WORKBENCH_QUEUE", self.queue))
@@ -90,6 +98,18 @@ class Bench:
         while self._stops:
             with contextlib.suppress(Exception):  # tearing down; keep going
                 self._stops.pop()()
+
+
+class _StoppedOnFailure(Server):
+    """A Server whose process is stopped when it does not come up (a start that times out
+    would otherwise leave it running, with no object to stop it by)."""
+
+    def _wait(self, wait_cluster: bool, timeout: float = 90) -> None:
+        try:
+            super()._wait(wait_cluster, timeout)
+        except RuntimeError:
+            self.stop()
+            raise
 
 
 def timed(fn: Callable[[], Any]) -> tuple[float, Any]:
