@@ -137,11 +137,13 @@ def _git(*args: str) -> subprocess.CompletedProcess[bytes]:
 def _old_tree(bench: Bench) -> tuple[str, Path] | str:
     """The last commit whose tree holds OLD_FRONT, extracted to a temporary folder that is
     removed when the benchmark's processes stop; or why there is none."""
-    last = _git("rev-list", "-1", "HEAD", "--", OLD_FRONT)
-    commit = last.stdout.decode().strip()
-    if last.returncode != 0 or not commit:
-        return f"no commit with {OLD_FRONT} in git history"
-    if _git("cat-file", "-e", f"{commit}:{OLD_FRONT}").returncode != 0:
+    if _git("cat-file", "-e", f"HEAD:{OLD_FRONT}").returncode == 0:
+        commit = "HEAD"  # removed in the working tree only
+    else:
+        last = _git("rev-list", "-1", "HEAD", "--", OLD_FRONT)
+        commit = last.stdout.decode().strip()
+        if last.returncode != 0 or not commit:
+            return f"no commit with {OLD_FRONT} in git history"
         commit += "^"  # the commit that removed it: its parent is the last that has it
     short = _git("rev-parse", "--short", commit).stdout.decode().strip() or commit
     archive = _git("archive", commit, "workbench", "index_mappings")
