@@ -71,20 +71,30 @@ as_root() {
   fi
 }
 
-# have_nginx: true when an nginx binary is installed (Debian puts it in /usr/sbin).
-have_nginx() {
-  command -v nginx >/dev/null || [ -x /usr/sbin/nginx ] || [ -x /usr/local/sbin/nginx ]
+# have_haproxy: true when a haproxy binary is installed (Debian puts it in /usr/sbin).
+have_haproxy() {
+  command -v haproxy >/dev/null || [ -x /usr/sbin/haproxy ] || [ -x /usr/local/sbin/haproxy ]
 }
 
-# ensure_nginx: install Debian's nginx-light when no nginx is installed (for the nginx front).
-ensure_nginx() {
-  have_nginx && return 0
-  say "installing Debian's nginx-light (the workbench's pass-through front)"
+# ensure_haproxy: install Debian's haproxy when none is installed (the workbench's front).
+ensure_haproxy() {
+  have_haproxy && return 0
+  say "installing Debian's haproxy (the workbench's pass-through front)"
   as_root env DEBIAN_FRONTEND=noninteractive apt-get update -qq >&2 || true
-  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nginx-light >&2 \
-    || { say "could not install nginx-light"; return 1; }
-  # Only the binary is wanted: the package's own service must not hold port 80.
-  as_root systemctl disable --now nginx >/dev/null 2>&1 || as_root service nginx stop >/dev/null 2>&1 || true
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq haproxy >&2 \
+    || { say "could not install haproxy"; return 1; }
+  # Only the binary is wanted: the package's own service (an empty default configuration) is
+  # not the workbench's front, which `workbench serve` runs itself.
+  as_root systemctl disable --now haproxy >/dev/null 2>&1 || as_root service haproxy stop >/dev/null 2>&1 || true
+}
+
+# ensure_wrk: install Debian's wrk when missing (the load generator of the pass-through benchmark).
+ensure_wrk() {
+  command -v wrk >/dev/null && return 0
+  say "installing Debian's wrk (the pass-through benchmark's load generator)"
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get update -qq >&2 || true
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wrk >&2 \
+    || { say "could not install wrk"; return 1; }
 }
 
 # python_bin: the project's virtualenv python, created by install.sh.

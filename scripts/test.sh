@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Run the whole test suite on this machine: installs what is missing (Python packages into
-# .venv; Debian's nginx-light for the nginx front; OpenSearch from Maven Central and Debian's
+# .venv; Debian's haproxy for the HAProxy front; OpenSearch from Maven Central and Debian's
 # redis-server through the test fixtures),
 # then runs pytest. Extra arguments go to pytest, e.g. scripts/test.sh tests/unit -x
 # Set OPENSEARCH_URL / REDIS_URL to test against services you already run.
@@ -9,5 +9,5 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "$REPO_ROOT"
 
 "$REPO_ROOT/scripts/install.sh" --dev
-ensure_nginx || die "the nginx front's tests need nginx (apt-get install nginx-light)"
+ensure_haproxy || die "the HAProxy front's tests need haproxy (apt-get install haproxy)"
 exec .venv/bin/python -m pytest "$@"

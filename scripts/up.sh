@@ -2,7 +2,7 @@
 # Install and run the workbench: API server and job worker in the background, in front of a
 # local OpenSearch and Redis (installed and started here) unless OPENSEARCH_URL / REDIS_URL
 # are given. Idempotent: what already runs is reused. Stop with scripts/down.sh.
-# The API listens behind the nginx front (nginx-light is installed from Debian's packages);
+# The API listens behind the HAProxy front (haproxy is installed from Debian's packages);
 # WORKBENCH_FRONT=none serves with gunicorn alone.
 #
 # Logs: $WORKBENCH_HOME/logs/{workbench-api,workbench-worker,redis}.log and
@@ -13,7 +13,7 @@ cd "$REPO_ROOT"
 
 "$REPO_ROOT/scripts/install.sh"
 if [ "${WORKBENCH_FRONT:-auto}" != none ]; then
-  ensure_nginx || say "continuing without the nginx front (pass-through through gunicorn)"
+  ensure_haproxy || say "continuing without the HAProxy front (pass-through through gunicorn)"
 fi
 if [ -z "${OPENSEARCH_URL:-}" ]; then
   OPENSEARCH_URL=$("$REPO_ROOT/scripts/opensearch.sh" start)

@@ -165,15 +165,9 @@ class Config:
     port: int = setting(9400, "WORKBENCH_PORT", _port, "Port the API server listens on.")
     front: str = setting(
         "auto", "WORKBENCH_FRONT", _str,
-        "What listens on WORKBENCH_PORT: nginx (plain pass-through goes from nginx straight to "
-        "the cluster, everything else to gunicorn), none (gunicorn alone), or auto (nginx when "
-        "installed).")
-    door: bool = setting(
-        True, "WORKBENCH_DOOR", _bool,
-        "With the nginx front, a small relay on WORKBENCH_PORT gives request lines written "
-        "without a leading slash (as OpenSearch Dashboards sends some) the slash nginx needs; "
-        "false lets nginx listen on the port itself and refuse such lines (README, The nginx "
-        "front).")
+        "What listens on WORKBENCH_PORT: haproxy (plain pass-through goes from HAProxy straight "
+        "to the cluster, everything else to gunicorn), none (gunicorn alone), or auto (haproxy "
+        "when installed). nginx, the former front, is read as haproxy.")
     web_workers: int = setting(
         4, "WORKBENCH_WEB_WORKERS", _positive_int, "Gunicorn worker processes of the API server.")
     web_threads: int = setting(
@@ -278,8 +272,9 @@ class Config:
     def validate(self) -> None:
         if self.log_level.upper() not in ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"):
             raise ConfigError(f"WORKBENCH_LOG_LEVEL: unknown level {self.log_level!r}")
-        if self.front not in ("auto", "nginx", "none"):
-            raise ConfigError(f"WORKBENCH_FRONT: expected auto, nginx or none, got {self.front!r}")
+        if self.front not in ("auto", "haproxy", "none", "nginx"):  # nginx: the former front
+            raise ConfigError(
+                f"WORKBENCH_FRONT: expected auto, haproxy or none, got {self.front!r}")
         if not Path(self.index_mappings_dir).is_dir():
             raise ConfigError(
                 f"WORKBENCH_INDEX_MAPPINGS_DIR: {self.index_mappings_dir} is not a folder"

@@ -145,8 +145,8 @@ def test_unreachable_cluster_is_503_then_recovers(env: dict[str, str], opensearc
             },
             "status": 503,
         }
-        # nginx does not tell the cause of a failed connection; the Python proxy does.
-        cause = "connection failed" if front == "nginx" else "connection refused"
+        # HAProxy does not tell the cause of a failed connection; the Python proxy does.
+        cause = "connection failed" if front == "haproxy" else "connection refused"
         assert error["error"]["reason"] == (
             f"OpenSearch cluster at http://127.0.0.1:{port} is unreachable: {cause}"
         )
@@ -169,7 +169,7 @@ def test_unreachable_cluster_is_503_then_recovers(env: dict[str, str], opensearc
 @pytest.mark.parametrize("front", FRONTS)
 def test_frozen_cluster_is_504_within_the_timeout(env: dict[str, str], front: str) -> None:
     """A node that accepts connections and never answers: an SRW route (opensearch-py) and a
-    pass-through GET (Python proxy or nginx) both answer 504 after about OPENSEARCH_TIMEOUT."""
+    pass-through GET (Python proxy or HAProxy) both answer 504 after about OPENSEARCH_TIMEOUT."""
     frozen = SilentEndpoint()
     limit = 2.0
     srv = Server(dict(env, OPENSEARCH_URL=f"http://127.0.0.1:{frozen.port}",

@@ -79,13 +79,13 @@ def test_pipelined_requests_keep_their_bodies(served: Server, index_name: str,
 
 
 def test_the_access_log_names_the_client(served: Server) -> None:
-    """Through the door nginx learns the client's address from the PROXY protocol."""
+    """HAProxy's access log (direct requests) and gunicorn's name the client's address."""
     marker = f"client-marker-{uuid.uuid4().hex[:8]}"
     reply = send_from(served.url, "127.0.0.9", f"{marker}/_count")
     assert reply.status == 404  # the cluster's: no such index
     deadline = time.monotonic() + 10
     while marker not in served.log() and time.monotonic() < deadline:
-        time.sleep(0.2)  # nginx flushes its access log every second
+        time.sleep(0.2)
     (line,) = [line for line in served.log().splitlines() if marker in line]
     assert line.startswith("127.0.0.9 "), line
 

@@ -121,12 +121,12 @@ class RedisServer(Proc):
         return RedisServer(self.port, self.data_dir)
 
 
-FRONTS = ["none", "nginx"]  # what listens on the workbench's port: gunicorn alone, or nginx
+FRONTS = ["none", "haproxy"]  # what listens on the workbench's port: gunicorn alone, or HAProxy
 
 
 class Server(Proc):
     """``workbench serve`` on a free port; ``url`` is its base URL. ``front`` is
-    ``WORKBENCH_FRONT``: gunicorn alone unless a test asks for the nginx front."""
+    ``WORKBENCH_FRONT``: gunicorn alone unless a test asks for the HAProxy front."""
 
     def __init__(self, env: dict[str, str], workers: int = 2, wait_cluster: bool = True,
                  front: str = "none", prefix: list[str] | None = None) -> None:

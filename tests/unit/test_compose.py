@@ -87,3 +87,17 @@ def test_a_dead_workbench_process_comes_back() -> None:
     services = compose()["services"]
     for name in ("workbench-api", "worker", "workbench-scheduler"):
         assert services[name].get("restart") == "unless-stopped", name
+
+
+def test_the_api_serves_behind_haproxy_from_debians_packages() -> None:
+    """The API container installs Debian 12's haproxy (the version the front's tests run
+    against) and requires it, so a failed install shows instead of serving without the front."""
+    services = compose()["services"]
+    api = services["workbench-api"]
+    assert api["image"] == "python:3.11-slim-bookworm"
+    assert api["environment"]["WORKBENCH_FRONT"] == "haproxy"
+    command = " ".join(api["command"])
+    assert "apt-get install -y -qq --no-install-recommends haproxy" in command
+    assert command.index("haproxy") < command.index("exec workbench serve")
+    for name in ("worker", "workbench-scheduler"):
+        assert "WORKBENCH_FRONT" not in services[name]["environment"]

@@ -1,3 +1,3 @@
-"""How the API is served: the gunicorn runner (``gunicorn_app``), the nginx ``front`` and the
-``door`` in front of it, the request-line rule both fronts share (``request_target``), and the
-request and answer rules every route relies on (``request_json``, ``filter_path``)."""
+"""How the API is served: the gunicorn runner (``gunicorn_app``), the HAProxy ``front`` (its
+configuration rendered by ``haproxy`` from ``haproxy.cfg.j2``), and the request-line rule gunicorn
+applies and HAProxy's configuration mirrors (``request_target``)."""

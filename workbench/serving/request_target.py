@@ -3,10 +3,10 @@
 OpenSearch accepts ``POST _plugins/_ml/models/_search HTTP/1.1`` and routes it as
 ``/_plugins/_ml/models/_search`` (any target that is not absolute-form is read as a path from the
 root: ``GET _cluster/health``, ``GET ?pretty``, ``GET *``). OpenSearch Dashboards'
-search-relevance plugin sends such lines for its model list and prompt validation. nginx and
-gunicorn refuse them as malformed before any route applies, so both fronts rewrite the target
-with this one rule (``workbench.serving.door`` in front of nginx,
-``workbench.serving.gunicorn_app`` in gunicorn).
+search-relevance plugin sends such lines for its model list and prompt validation. gunicorn
+refuses them as malformed before any route applies, so ``workbench.serving.gunicorn_app`` rewrites
+the target with this one rule; the HAProxy front applies the same rule in its configuration
+(``http-request set-uri`` in ``haproxy.cfg.j2``).
 """
 
 from __future__ import annotations

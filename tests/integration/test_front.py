@@ -1,5 +1,5 @@
-"""The nginx front (``WORKBENCH_FRONT=nginx``): what it routes where, its configuration, and its
-life cycle. Pass-through parity itself is covered by running the pass-through, wire and fault
+"""The HAProxy front (``WORKBENCH_FRONT=haproxy``): what it routes where, its configuration, and
+its life cycle. Pass-through parity itself is covered by running the pass-through, wire and fault
 tests against both fronts (``FRONTS`` in ``tests/support/processes.py``)."""
 
 from __future__ import annotations
@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import signal
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,27 +19,27 @@ from tests.support.api import Api
 from tests.support.processes import Server
 from tests.support.raw_http import send
 from workbench.config import Config, ConfigError
-from workbench.serving import door
-from workbench.serving.front import chosen_nginx, find_nginx, nginx_conf, workbench_prefixes
+from workbench.serving import haproxy
+from workbench.serving.front import chosen_front, find_haproxy, workbench_prefixes
 
 http = urllib3.PoolManager(retries=False, timeout=60)
 
 
 @pytest.fixture(scope="module")
 def fronted(env: dict[str, str]) -> Iterator[Server]:
-    srv = Server(env, front="nginx")
+    srv = Server(env, front="haproxy")
     yield srv
     srv.stop()
 
 
-def test_nginx_is_installed_for_the_suite() -> None:
-    # scripts/test.sh installs nginx-light; without it the front tests would test nothing.
-    assert find_nginx() is not None
+def test_haproxy_is_installed_for_the_suite() -> None:
+    # scripts/test.sh installs haproxy; without it the front tests would test nothing.
+    assert find_haproxy() is not None
 
 
 def test_srw_routes_reach_the_workbench_through_the_front(fronted: Server) -> None:
     api = Api(fronted.url)
-    created = api.srw("PUT", "/query_sets", {"name": "front set", "description": "via nginx",
+    created = api.srw("PUT", "/query_sets", {"name": "front set", "description": "via haproxy",
                                              "sampling": "manual",
                                              "querySetQueries": [{"queryText": "red shoe"}]})
     assert created.status == 200, created.data
@@ -55,7 +54,7 @@ def test_srw_routes_reach_the_workbench_through_the_front(fronted: Server) -> No
 
 
 def test_intercepted_cluster_settings_even_with_doubled_slashes(fronted: Server) -> None:
-    """``//_cluster/settings`` is the settings route for Flask; nginx must route it the same."""
+    """``//_cluster/settings`` is the settings route for Flask; HAProxy must route it the same."""
     api = Api(fronted.url)
     for path in ("/_cluster/settings", "//_cluster/settings"):
         reply = api.call("GET", path, params={"include_defaults": "true", "flat_settings": "true"})
@@ -85,15 +84,15 @@ def test_direct_requests_are_logged_once(fronted: Server) -> None:
     assert http.request("HEAD", fronted.url + marker).status == 404  # the cluster's: no index
     deadline = time.monotonic() + 10
     while marker not in fronted.log() and time.monotonic() < deadline:
-        time.sleep(0.2)  # nginx flushes its access log buffer every second
+        time.sleep(0.2)
     assert fronted.log().count(marker) == 1
 
 
-def test_stopping_the_front_stops_nginx_and_gunicorn(env: dict[str, str]) -> None:
-    srv = Server(env, front="nginx", workers=1)
+def test_stopping_the_front_stops_haproxy_and_gunicorn(env: dict[str, str]) -> None:
+    srv = Server(env, front="haproxy", workers=1)
     children = psutil.Process(srv.pid).children(recursive=True)
     names = {c.name() for c in children}
-    assert any("nginx" in n for n in names), names
+    assert any("haproxy" in n for n in names), names
     srv.proc.send_signal(signal.SIGTERM)
     assert srv.proc.wait(60) == 0
     _gone, alive = psutil.wait_procs(children, timeout=30)
@@ -103,11 +102,11 @@ def test_stopping_the_front_stops_nginx_and_gunicorn(env: dict[str, str]) -> Non
 
 @pytest.mark.parametrize(("which", "message"), [
     ("workbench.cli", "the API server exited"),
-    ("workbench.serving.door", "a door process exited"),
+    ("haproxy", "haproxy exited"),
 ])
 def test_the_front_exits_when_one_of_its_processes_dies(env: dict[str, str], which: str,
                                                        message: str) -> None:
-    srv = Server(env, front="nginx", workers=1)
+    srv = Server(env, front="haproxy", workers=1)
     process = psutil.Process(srv.pid)
     victim = next(c for c in process.children() if which in " ".join(c.cmdline()))
     others = [c for c in process.children(recursive=True) if c.pid != victim.pid]
@@ -119,43 +118,13 @@ def test_the_front_exits_when_one_of_its_processes_dies(env: dict[str, str], whi
     srv.stop()
 
 
-def test_without_the_door_nginx_listens_itself(env: dict[str, str]) -> None:
-    """``WORKBENCH_DOOR=false``: nginx holds the port, and refuses slash-less request lines
-    with its own HTML 400 (the documented cost of turning the door off)."""
-    srv = Server(dict(env, WORKBENCH_DOOR="false"), front="nginx", workers=1)
-    try:
-        names = [" ".join(c.cmdline()) for c in psutil.Process(srv.pid).children()]
-        assert not any("workbench.serving.door" in n for n in names), names
-        assert send(srv.url, "GET", "/_cluster/health").status == 200
-        refused = send(srv.url, "GET", "_cluster/health")
-        assert refused.status == 400 and b"<html>" in refused.body
-    finally:
-        srv.stop()
-
-
-def test_a_door_without_nginx_answers_503(tmp_path: Path) -> None:
-    """A door whose nginx is gone answers the workbench's 503 envelope and closes."""
-    sock = door.listening_socket("127.0.0.1", 0)
-    port = sock.getsockname()[1]
-    proc = subprocess.Popen([sys.executable, "-m", "workbench.serving.door",
-                             "--fd", str(sock.fileno()),
-                             "--upstream", str(tmp_path / "missing.sock")],
-                            pass_fds=[sock.fileno()])
-    sock.close()
-    try:
-        reply = send(f"http://127.0.0.1:{port}", "GET", "/")
-        assert reply.status == 503
-        assert reply.json["error"]["type"] == "workbench_unavailable_exception"
-    finally:
-        proc.terminate()
-        assert proc.wait(10) == 0
-
-
 def test_front_setting_is_validated() -> None:
-    with pytest.raises(ConfigError, match="WORKBENCH_FRONT: expected auto, nginx or none"):
+    with pytest.raises(ConfigError, match="WORKBENCH_FRONT: expected auto, haproxy or none"):
         Config.from_env({"WORKBENCH_FRONT": "apache"})
-    assert chosen_nginx(Config.from_env({"WORKBENCH_FRONT": "none"})) is None
-    assert chosen_nginx(Config.from_env({"WORKBENCH_FRONT": "auto"})) == find_nginx()
+    assert chosen_front(Config.from_env({"WORKBENCH_FRONT": "none"})) is None
+    assert chosen_front(Config.from_env({"WORKBENCH_FRONT": "auto"})) == find_haproxy()
+    # The former front's name still starts the front it was replaced by.
+    assert chosen_front(Config.from_env({"WORKBENCH_FRONT": "nginx"})) == find_haproxy()
 
 
 # workbench_prefixes builds the app, which points this process's Celery app at the config's
@@ -171,20 +140,50 @@ def test_prefixes_come_from_the_app(env: dict[str, str]) -> None:
 
 @pytest.mark.parametrize("url", [
     "http://127.0.0.1:9200",
-    "https://user:pa$s'w\\d@localhost:9443/os",
+    "https://user:pa$s'w\\d@localhost:9443/os%25",
 ])
-def test_rendered_configuration_is_valid_nginx(tmp_path: Path, url: str,
-                                              env: dict[str, str]) -> None:
+def test_rendered_configuration_is_valid_haproxy(tmp_path: Path, url: str,
+                                                env: dict[str, str]) -> None:
     config = Config.from_env(dict(env, OPENSEARCH_URL=url, OPENSEARCH_VERIFY_CERTS="false"))
-    text = nginx_conf(config, 12345, workbench_prefixes(config), tmp_path)
-    conf = tmp_path / "nginx.conf"
-    conf.write_text(text)
-    nginx = find_nginx()
-    assert nginx
-    check = subprocess.run([nginx, "-t", "-e", "stderr", "-p", str(tmp_path), "-c", str(conf)],
-                           capture_output=True, text=True)
-    assert check.returncode == 0, check.stderr
+    conf = haproxy.write(config, 12345, workbench_prefixes(config), tmp_path)
+    text = conf.read_text()
+    binary = find_haproxy()
+    assert binary
+    check = subprocess.run([binary, "-c", "-f", str(conf)], capture_output=True, text=True)
+    assert check.returncode == 0, check.stdout + check.stderr
     if url.startswith("https"):
-        assert "https://workbench_cluster/os;" in text
-        assert "proxy_ssl_verify off;" in text
-        assert "pa$s" not in text  # only inside the base64 token, never in clear
+        assert "http-request set-path /os%%25%[path]" in text
+        assert "ssl sni str(localhost) verify none" in text
+        assert "pa$s" not in text  # the front never holds the cluster's credentials
+
+
+def test_haproxy_without_the_api_answers_503(tmp_path: Path, env: dict[str, str]) -> None:
+    """An SRW route whose gunicorn is not answering gets the workbench's 503 envelope."""
+    from tests.support.processes import free_port
+
+    port = free_port()
+    config = Config.from_env(dict(env, WORKBENCH_PORT=str(port), WORKBENCH_HOST="127.0.0.1"))
+    conf = haproxy.write(config, free_port(), workbench_prefixes(config), tmp_path)
+    binary = find_haproxy()
+    assert binary
+    proc = subprocess.Popen([binary, "-db", "-f", str(conf)])
+    try:
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                reply = send(f"http://127.0.0.1:{port}", "GET", "/_plugins/_search_relevance/x")
+                break
+            except OSError:
+                assert time.monotonic() < deadline and proc.poll() is None
+                time.sleep(0.1)
+        assert reply.status == 503
+        assert reply.json == {
+            "error": {"root_cause": [{"type": "workbench_unavailable_exception",
+                                      "reason": "the workbench API is not answering"}],
+                      "type": "workbench_unavailable_exception",
+                      "reason": "the workbench API is not answering"},
+            "status": 503,
+        }
+    finally:
+        proc.send_signal(signal.SIGUSR1)
+        assert proc.wait(10) == 0
