@@ -28,6 +28,8 @@ from workbench.store.repository import Repository, now_iso
 from workbench.store.search import missing_pipeline
 
 _NAMESPACE = uuid.UUID("6b1f0d2e-4c1a-4a8e-9a51-3f1c2b7d9e10")
+#: documents of a run's inputs read at once when it starts
+LOAD_THREADS = 4
 
 
 class RunTimedOut(JobFailed):
@@ -138,22 +140,35 @@ class RunContext:
 
 def load(svc: Services, experiment: dict[str, Any], run_id: str | None = None,
          timeout_seconds: float | None = None) -> RunContext:
-    """Load the query set, configurations and judgments the experiment names."""
-    def get(index: str, entity_id: str, label: str) -> dict[str, Any]:
-        source = Repository(svc.client, index).get_source(entity_id)
+    """Load the query set, configurations and judgments the experiment names: every document
+    asked for at once (a small run's start is a few round trips otherwise), the first missing
+    one named in the order query set, configurations, judgments."""
+    def get(index: str, entity_id: str) -> dict[str, Any] | None:
+        return Repository(svc.client, index).get_source(entity_id)
+
+    def need(found: Future[dict[str, Any] | None], label: str, entity_id: str
+             ) -> dict[str, Any]:
+        source = found.result()
         if source is None:
             raise JobFailed(f"{label} [{entity_id}] does not exist")
         return source
 
-    query_set = get(QUERY_SET_INDEX, experiment["querySetId"], "QuerySet")
-    configs = [(c, get(SEARCH_CONFIG_INDEX, c, "SearchConfiguration"))
-               for c in experiment.get("searchConfigurationList") or []]
-    # HYBRID_OPTIMIZER does not apply the configuration's named pipeline (it uses its own).
-    if experiment.get("type") != "HYBRID_OPTIMIZER":
-        missing = missing_pipeline(svc.client, [config for _, config in configs])
-        if missing:
-            raise JobFailed(missing)
-    judgments = [get(JUDGMENT_INDEX, j, "Judgment") for j in experiment.get("judgmentList") or []]
+    config_ids = list(experiment.get("searchConfigurationList") or [])
+    judgment_ids = list(experiment.get("judgmentList") or [])
+    with ThreadPoolExecutor(LOAD_THREADS, thread_name_prefix="load") as pool:
+        query_set_f = pool.submit(carry(get), QUERY_SET_INDEX, experiment["querySetId"])
+        config_fs = [pool.submit(carry(get), SEARCH_CONFIG_INDEX, c) for c in config_ids]
+        judgment_fs = [pool.submit(carry(get), JUDGMENT_INDEX, j) for j in judgment_ids]
+        query_set = need(query_set_f, "QuerySet", experiment["querySetId"])
+        configs = [(c, need(f, "SearchConfiguration", c))
+                   for c, f in zip(config_ids, config_fs, strict=True)]
+        # HYBRID_OPTIMIZER does not apply the configuration's named pipeline (it uses its own).
+        if experiment.get("type") != "HYBRID_OPTIMIZER":
+            missing = missing_pipeline(svc.client, [config for _, config in configs])
+            if missing:
+                raise JobFailed(missing)
+        judgments = [need(f, "Judgment", j) for j, f in zip(judgment_ids, judgment_fs,
+                                                              strict=True)]
     deadline = time.monotonic() + timeout_seconds if timeout_seconds else None
     return RunContext(svc, experiment, query_set, configs, judgments, run_id, deadline)
 

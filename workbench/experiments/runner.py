@@ -7,6 +7,8 @@ job rewrites the same evaluation results and variants instead of adding new ones
 from __future__ import annotations
 
 import logging
+import time
+from collections.abc import Callable
 from typing import Any
 
 from opensearchpy.exceptions import ConflictError, NotFoundError
@@ -15,7 +17,7 @@ from workbench.experiments import hybrid, pairwise, pointwise, split
 from workbench.experiments.context import RunContext, Writer, load
 from workbench.experiments.signature import signature
 from workbench.experiments.waiting import PHASE, JudgmentsPending, await_judgments
-from workbench.jobs.control import Cancelled, JobControl
+from workbench.jobs.control import WRITE_INTERVAL, Cancelled, JobControl
 from workbench.services import Services
 from workbench.store.indices import EVALUATION_INDEX, EXPERIMENT_INDEX, VARIANT_INDEX
 from workbench.store.repository import Repository, now_iso
@@ -34,9 +36,27 @@ EVENTS = {
 }
 
 
-def execute(ctx: RunContext) -> list[dict[str, Any]]:
+class RunControl(JobControl):
+    """An experiment's control whose progress writes can be held back for a while: a run
+    that ends within ``WRITE_INTERVAL`` writes no progress at all (its final write replaces
+    the document anyway), so a small run pays one conditional write, not two."""
+
+    quiet_until = float("-inf")
+
+    def quiet_for(self, seconds: float) -> None:
+        self.quiet_until = time.monotonic() + seconds
+
+    def write(self, force: bool = False) -> None:
+        if time.monotonic() < self.quiet_until:
+            return
+        super().write(force)
+
+
+def execute(ctx: RunContext, while_writing: Callable[[], None] | None = None
+            ) -> list[dict[str, Any]]:
     """Run the experiment's type and write its evaluation results and variants; a large
-    pointwise or hybrid run is spread over every free worker (``split``)."""
+    pointwise or hybrid run is spread over every free worker (``split``). ``while_writing``
+    runs once the searches are done, while the last writes are on their way."""
     writer = Writer(ctx.svc)
     try:
         if split.worth_splitting(ctx):
@@ -46,6 +66,8 @@ def execute(ctx: RunContext) -> list[dict[str, Any]]:
     except Cancelled:
         discard(ctx, writer)
         raise
+    if while_writing is not None:
+        while_writing()
     writer.flush(refresh=True)
     return results
 
@@ -73,7 +95,7 @@ def run(svc: Services, experiment_id: str) -> None:
                  experiment_id)
         return
     experiment = hit["_source"]
-    control = JobControl(svc, EXPERIMENT_INDEX, hit, "pairs", in_metadata=False)
+    control = RunControl(svc, EXPERIMENT_INDEX, hit, "pairs", in_metadata=False)
     control.check()  # cancelled while queued (or while waiting for its judgments)
     try:
         await_judgments(svc.client, experiment.get("judgmentList") or [],
@@ -83,12 +105,18 @@ def run(svc: Services, experiment_id: str) -> None:
         raise
     ctx = load(svc, experiment)
     ctx.control = control
+    control.quiet_for(WRITE_INTERVAL)
     control.start(len(ctx.entries) * len(ctx.configs), "searching")
-    results = execute(ctx)  # a cancel arriving now is too late: the run completes
+    fingerprints: dict[str, Any] = {}
+
+    def fingerprint() -> None:  # while the last results are written (the cluster's time)
+        fingerprints.update(signature(ctx.query_set, ctx.judgments,
+                                      [config for _, config in ctx.configs]))
+
+    results = execute(ctx, fingerprint)  # a cancel arriving now is too late: it completes
     kept = {k: v for k, v in experiment.items() if k != "progress"}  # e.g. from waiting
     done = {**kept, "status": "COMPLETED", "timestamp": now_iso(), "results": results,
-            "inputSignature": signature(ctx.query_set, ctx.judgments,
-                                        [config for _, config in ctx.configs])}
+            "inputSignature": fingerprints}
     try:
         repo.put(done, seq_no=hit["_seq_no"], primary_term=hit["_primary_term"])
     except (ConflictError, NotFoundError):
