@@ -104,19 +104,21 @@ def test_readme_configuration_table_is_the_generated_one() -> None:
     assert markdown_table() in readme
 
 
-def test_the_nginx_front_is_not_used_where_it_cannot_verify_the_clusters_certificate() -> None:
-    """nginx checks upstream certificates against host names only: for a cluster reached over
-    verified TLS at an IP address, auto serves with gunicorn alone and nginx is refused."""
+def test_the_front_is_not_used_where_it_cannot_verify_the_clusters_certificate() -> None:
+    """The front checks upstream certificates against host names only: for a cluster reached
+    over verified TLS at an IP address, auto serves with gunicorn alone and haproxy (or its old
+    name nginx) is refused."""
     import pytest
 
     from workbench.config import Config, ConfigError
-    from workbench.serving.front import chosen_nginx, find_nginx
+    from workbench.serving.front import chosen_front, find_haproxy
 
     by_ip = {"OPENSEARCH_URL": "https://127.0.0.1:9250"}
-    assert chosen_nginx(Config.from_env({**by_ip, "WORKBENCH_FRONT": "auto"})) is None
-    with pytest.raises(ConfigError, match="cannot verify the TLS certificate"):
-        chosen_nginx(Config.from_env({**by_ip, "WORKBENCH_FRONT": "nginx"}))
+    assert chosen_front(Config.from_env({**by_ip, "WORKBENCH_FRONT": "auto"})) is None
+    for name in ("haproxy", "nginx"):
+        with pytest.raises(ConfigError, match="cannot verify the TLS certificate"):
+            chosen_front(Config.from_env({**by_ip, "WORKBENCH_FRONT": name}))
     unverified = {**by_ip, "OPENSEARCH_VERIFY_CERTS": "false", "WORKBENCH_FRONT": "auto"}
-    assert chosen_nginx(Config.from_env(unverified)) == find_nginx()
+    assert chosen_front(Config.from_env(unverified)) == find_haproxy()
     by_name = {"OPENSEARCH_URL": "https://localhost:9250", "WORKBENCH_FRONT": "auto"}
-    assert chosen_nginx(Config.from_env(by_name)) == find_nginx()
+    assert chosen_front(Config.from_env(by_name)) == find_haproxy()

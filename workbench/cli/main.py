@@ -29,8 +29,8 @@ def main(argv: list[str] | None = None) -> int:
     serve.add_argument("--host", help="listen address (WORKBENCH_HOST)")
     serve.add_argument("--port", type=int, help="listen port (WORKBENCH_PORT)")
     serve.add_argument("--workers", type=int, help="processes (WORKBENCH_WEB_WORKERS)")
-    serve.add_argument("--front", choices=("auto", "nginx", "none"),
-                       help="nginx in front of gunicorn, or not (WORKBENCH_FRONT)")
+    serve.add_argument("--front", choices=("auto", "haproxy", "none"),
+                       help="HAProxy in front of gunicorn, or not (WORKBENCH_FRONT)")
 
     worker = sub.add_parser("worker", help="run a Celery worker that executes jobs")
     worker.add_argument("--concurrency", type=int,
@@ -103,13 +103,13 @@ def _serve(config: Config, args: argparse.Namespace) -> int:
         overrides["front"] = args.front
     config = config.with_overrides(**overrides)
     try:
-        nginx = front.chosen_nginx(config)
+        haproxy = front.chosen_front(config)
     except ConfigError as exc:
         print(f"workbench: configuration error: {exc}", file=sys.stderr)
         return 2
     _try_init_indices(config)
-    if nginx:
-        return front.run(config, nginx)
+    if haproxy:
+        return front.run(config, haproxy)
     run_server(config)
     return 0
 

@@ -88,12 +88,6 @@ def chosen_front(config: Config) -> str | None:
     return found
 
 
-# The former front's names, still used by workbench/cli/main.py and
-# tests/unit/test_config_and_errors.py (not this module's to change): remove with their last use.
-chosen_nginx = chosen_front
-find_nginx = find_haproxy
-
-
 def workbench_prefixes(config: Config) -> tuple[str, ...]:
     """Path prefixes gunicorn must answer, from the app's own routes."""
     from workbench.api.proxy import FastPassThrough
