@@ -36,6 +36,7 @@ from tests.support.api import Api
 from workbench.config import Config
 from workbench.store.client import make_client
 from workbench.store.indices import JUDGMENT_INDEX
+from workbench.store.repository import Repository
 
 MAX_RANK = 20
 SCROLL_PAGE = 1000  # the plugin's page size
@@ -239,14 +240,27 @@ def measure(bench: Bench, api: Api, queue: str, index: str, n: int) -> dict[str,
         idle = peak_rss(child)
         aggregations(client, index)  # warm-up: the same file-system cache for both
         judgments.append(job_run(api, index, f"bench-ubi-{n}-warmup")[1])  # lazy imports
+        written = Repository(client, JUDGMENT_INDEX).get_source(judgments[-1])
+        assert written is not None
+
+        def bound() -> float:
+            """The aggregations, then the judgment's finished document written again
+            (refreshed): what a client needs before it can read COMPLETED."""
+            started = time.perf_counter()
+            aggregations(client, index)
+            Repository(client, JUDGMENT_INDEX).put(written)
+            return time.perf_counter() - started
+
         lower: list[float] = []
         jobs: list[float] = []
+        bounds: list[float] = []
         for run in range(job_rounds):
             seconds, requests, cells = aggregations(client, index)
             lower.append(seconds)
             seconds, judgment = job_run(api, index, f"bench-ubi-{n}-{run}")
             jobs.append(seconds)
             judgments.append(judgment)
+            bounds.append(bound())
         if _pool_child(worker.pid) != child:
             raise RuntimeError("the pool process was replaced: its peak memory is lost")
         job_peak = peak_rss(child)
@@ -266,6 +280,7 @@ def measure(bench: Bench, api: Api, queue: str, index: str, n: int) -> dict[str,
     return {
         "job s": statistics.median(jobs), "job runs": jobs,
         "aggs s": statistics.median(lower), "aggs runs": lower,
+        "bound s": statistics.median(bounds), "bound runs": bounds,
         "aggs requests": requests, "cells": cells,
         "scroll s": statistics.median(s["seconds"] for s in scrolls),
         "scroll runs": [s["seconds"] for s in scrolls],
@@ -309,6 +324,12 @@ def run(bench: Bench) -> list[Result]:
                 "baseline": "rank_counts alongside cells() requests, sent directly (wall time)",
                 "job": "PUT to COMPLETED via the API, one worker pool process",
                 "distribution vs real": check}))
+        results.append(Result(
+            "ubi", f"COEC job, {n:,} events, vs its aggregations and final write", m["job s"],
+            m["bound s"], details={
+                "job runs s": _r(m["job runs"]), "bound runs s": _r(m["bound runs"]),
+                "baseline": "the aggregations as above, then the job's finished judgment "
+                            "document written again (refresh=true), one after the other"}))
         results.append(Result(
             "ubi", f"COEC job, {n:,} events, vs scroll every event (plugin)", m["job s"],
             m["scroll s"], details={
