@@ -77,7 +77,7 @@ def run(bench: Bench) -> list[Result]:
         finally:
             api.call("PUT", "/_cluster/settings", {"transient": {MAXIMUM: None}})
     name = f"one hybrid experiment, {queries} queries x 82 variants"
-    details = {"split threshold": f"{bench.env.get('WORKBENCH_SPLIT_QUERIES', 100)} queries",
+    details = {"split threshold": f"{bench.env.get('WORKBENCH_SPLIT_QUERIES', 'auto')} queries",
                "jobs at once per worker": 1, "documents per query": DOCS_PER_QUERY}
     results.append(Result("scale", f"{name}, 1 worker (baseline)", one, one, details=details))
     results.append(Result(
