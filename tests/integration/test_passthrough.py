@@ -26,7 +26,7 @@ http = urllib3.PoolManager(retries=False, timeout=60)
 
 @pytest.fixture(scope="module", params=FRONTS, ids=[f"front={f}" for f in FRONTS])
 def server(request: pytest.FixtureRequest, env: dict[str, str]) -> Iterator[Server]:
-    """The workbench with gunicorn alone and with the nginx front: both must pass everything."""
+    """The workbench with gunicorn alone and with the HAProxy front: both must pass everything."""
     srv = Server(env, front=request.param)
     yield srv
     srv.stop()

@@ -74,7 +74,7 @@ def sec_env(sec: SecureCluster, redis_url: str, llm_server: LLMServer) -> dict[s
     models = [{"id": JUDGE_MODEL, "name": "Test judge", "provider": "openai",
                "base_url": llm_server.openai_base_url, "model": "judge-1",
                "api_key_env": "TEST_LLM_KEY"}]
-    # By host name: nginx verifies an upstream certificate against names, never IP addresses.
+    # By host name: HAProxy verifies an upstream certificate against names, never IP addresses.
     url = sec.url.replace("://127.0.0.1:", "://localhost:")
     return base_env(url, redis_url, WORKBENCH_QUEUE=f"test-sec-{uuid.uuid4().hex[:8]}",
                     OPENSEARCH_USERNAME="workbench",
