@@ -7,7 +7,6 @@ job rewrites the same evaluation results and variants instead of adding new ones
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -17,7 +16,7 @@ from workbench.experiments import hybrid, pairwise, pointwise, split
 from workbench.experiments.context import RunContext, Writer, load
 from workbench.experiments.signature import signature
 from workbench.experiments.waiting import PHASE, JudgmentsPending, await_judgments
-from workbench.jobs.control import WRITE_INTERVAL, Cancelled, JobControl
+from workbench.jobs.control import Cancelled, JobControl
 from workbench.services import Services
 from workbench.store.indices import EVALUATION_INDEX, EXPERIMENT_INDEX, VARIANT_INDEX
 from workbench.store.repository import Repository, now_iso
@@ -34,22 +33,6 @@ EVENTS = {
     "POINTWISE_EVALUATION": "experiment_pointwise_evaluation_executions",
     "HYBRID_OPTIMIZER": "experiment_hybrid_optimizer_executions",
 }
-
-
-class RunControl(JobControl):
-    """An experiment's control whose progress writes can be held back for a while: a run
-    that ends within ``WRITE_INTERVAL`` writes no progress at all (its final write replaces
-    the document anyway), so a small run pays one conditional write, not two."""
-
-    quiet_until = float("-inf")
-
-    def quiet_for(self, seconds: float) -> None:
-        self.quiet_until = time.monotonic() + seconds
-
-    def write(self, force: bool = False) -> None:
-        if time.monotonic() < self.quiet_until:
-            return
-        super().write(force)
 
 
 def execute(ctx: RunContext, while_writing: Callable[[], None] | None = None
@@ -95,7 +78,7 @@ def run(svc: Services, experiment_id: str) -> None:
                  experiment_id)
         return
     experiment = hit["_source"]
-    control = RunControl(svc, EXPERIMENT_INDEX, hit, "pairs", in_metadata=False)
+    control = JobControl(svc, EXPERIMENT_INDEX, hit, "pairs", in_metadata=False)
     control.check()  # cancelled while queued (or while waiting for its judgments)
     try:
         await_judgments(svc.client, experiment.get("judgmentList") or [],
@@ -105,7 +88,6 @@ def run(svc: Services, experiment_id: str) -> None:
         raise
     ctx = load(svc, experiment)
     ctx.control = control
-    control.quiet_for(WRITE_INTERVAL)
     control.start(len(ctx.entries) * len(ctx.configs), "searching")
     fingerprints: dict[str, Any] = {}
 
