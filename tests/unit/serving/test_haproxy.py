@@ -98,3 +98,13 @@ def test_haproxy_accepts_the_configuration(tmp_path: Path) -> None:
     check = subprocess.run([binary, "-c", "-f", str(tmp_path / "haproxy.cfg")],
                            capture_output=True, text=True)
     assert check.returncode == 0, check.stdout + check.stderr
+
+
+@pytest.mark.parametrize(("cpus", "expected"), [(1, 1), (2, 1), (3, 1), (8, 4), (64, 32)])
+def test_threads_take_half_the_cores(cpus: int, expected: int) -> None:
+    assert haproxy.threads(cpus) == expected
+
+
+def test_the_configuration_names_its_threads(tmp_path: Path) -> None:
+    text = rendered(tmp_path, OPENSEARCH_URL="http://127.0.0.1:9200")
+    assert f"\n    nbthread {haproxy.threads()}\n" in text
