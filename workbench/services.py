@@ -19,7 +19,7 @@ from workbench.store.bootstrap import ensure_indices
 from workbench.store.client import make_client
 from workbench.store.identity import NOBODY, as_service
 from workbench.store.models import ModelStore
-from workbench.store.plugin_settings import PluginSettings
+from workbench.store.plugin_settings import PluginSettings, Stored
 from workbench.store.upstream import Upstream
 from workbench.telemetry.event_stats import EventStats
 
@@ -72,14 +72,16 @@ class Services:
     def stats(self) -> EventStats:
         return EventStats(self.redis)
 
-    def record_event(self, name: str) -> None:
-        """Count an SRW event, unless stats are switched off. Best effort: the event (a queued
-        job) has happened, so Redis down loses the count, not the answer."""
-        if self.settings.load().value("stats_enabled"):
+    def record_event(self, *names: str, settings: Stored | None = None) -> None:
+        """Count SRW events, unless stats are switched off (in ``settings`` when the caller
+        has just read them, else read now). Best effort: the event (a queued job) has
+        happened, so Redis down loses the count, not the answer."""
+        if (settings or self.settings.load()).value("stats_enabled"):
             try:
-                self.stats.record(name)
+                self.stats.record(*names)
             except redis.exceptions.RedisError as exc:
-                log.warning("could not count %s: Redis: %s", name, type(exc).__name__)
+                log.warning("could not count %s: Redis: %s", ", ".join(names),
+                            type(exc).__name__)
 
     def ensure_indices(self) -> None:
         """Create missing system indices once per process; later calls cost nothing."""

@@ -44,6 +44,9 @@ ORDINAL = "event_attributes.position.ordinal"
 OBJECT_ID = "event_attributes.object.object_id"
 SCROLL_FIELDS = ["query_id", "action_name", "user_query", OBJECT_ID, ORDINAL]
 MiB = 2**20
+#: how often the job's status is read: finer than the common 20 ms, whose wait (10 ms on
+#: average) would be a third of the aggregations at 100,000 events
+POLL = 0.005
 
 Ratings = dict[tuple[str, str], str]
 
@@ -199,7 +202,7 @@ def job_run(api: Api, index: str, name: str) -> tuple[float, str]:
     if reply.status != 200:
         raise RuntimeError(f"PUT /judgments: {reply.status} {reply.text[:500]}")
     judgment = reply.json["judgment_id"]
-    done = wait_status(api, f"/judgments/{judgment}")
+    done = wait_status(api, f"/judgments/{judgment}", poll=POLL)
     seconds = time.perf_counter() - started
     if done["status"] != "COMPLETED":
         raise RuntimeError(f"judgment {judgment} ended {done}")

@@ -13,6 +13,7 @@ from workbench.api.entities import (
     delete_entity,
     get_entity,
     list_entities,
+    plugin_settings,
     repository,
     search_entities,
 )
@@ -45,8 +46,8 @@ def put_experiment() -> Response:
     doc.update(caller.created_by())
     result = create.store(repository(EXPERIMENT_INDEX), doc, body)  # and queues its job
     if not create.replayed:  # counted once, by the request that queued it
-        svc.record_event("experiment_executions")
-        svc.record_event(EVENTS[doc["type"]])
+        svc.record_event("experiment_executions", EVENTS[doc["type"]],
+                         settings=plugin_settings())
     return create.answer({"experiment_id": doc["id"],
                           "experiment_result": str(result["result"]).upper()})
 

@@ -55,17 +55,20 @@ class EventStats:
         self.redis = client
         self.prefix = prefix
 
-    def record(self, name: str, now_ms: int | None = None) -> None:
-        if name not in EVENT_STATS:
-            raise KeyError(name)
+    def record(self, *names: str, now_ms: int | None = None) -> None:
+        """Count one event of each of ``names``, in one round trip."""
+        for name in names:
+            if name not in EVENT_STATS:
+                raise KeyError(name)
         now = now_ms if now_ms is not None else int(time.time() * 1000)
         bucket = now - now % BUCKET_MS
-        bucket_key = stat_key(name, f"bucket:{bucket}", self.prefix)
         pipe = self.redis.pipeline()
-        pipe.incr(stat_key(name, "total", self.prefix))
-        pipe.incr(bucket_key)
-        pipe.pexpire(bucket_key, BUCKET_MS * (TRAILING_BUCKETS + 2))
-        pipe.eval(_KEEP_LATEST, 1, stat_key(name, "last", self.prefix), now)
+        for name in names:
+            bucket_key = stat_key(name, f"bucket:{bucket}", self.prefix)
+            pipe.incr(stat_key(name, "total", self.prefix))
+            pipe.incr(bucket_key)
+            pipe.pexpire(bucket_key, BUCKET_MS * (TRAILING_BUCKETS + 2))
+            pipe.eval(_KEEP_LATEST, 1, stat_key(name, "last", self.prefix), now)
         pipe.execute()
 
     def snapshot(self, name: str, now_ms: int | None = None) -> EventSnapshot:
