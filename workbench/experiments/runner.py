@@ -15,7 +15,7 @@ from opensearchpy.exceptions import ConflictError, NotFoundError
 from workbench.experiments import hybrid, pairwise, pointwise, split
 from workbench.experiments.context import RunContext, Writer, load
 from workbench.experiments.signature import signature
-from workbench.experiments.waiting import PHASE, JudgmentsPending, await_judgments
+from workbench.experiments.waiting import PHASE, JudgmentsPending, check_judgments
 from workbench.jobs.control import Cancelled, JobControl
 from workbench.services import Services
 from workbench.store.indices import EVALUATION_INDEX, EXPERIMENT_INDEX, VARIANT_INDEX
@@ -80,13 +80,15 @@ def run(svc: Services, experiment_id: str) -> None:
     experiment = hit["_source"]
     control = JobControl(svc, EXPERIMENT_INDEX, hit, "pairs", in_metadata=False)
     control.check()  # cancelled while queued (or while waiting for its judgments)
+    # The inputs are read whole at once, judgments included, and the judgments' states checked
+    # on what was read: reading their status first would read each judgment twice.
+    ctx = load(svc, experiment)
     try:
-        await_judgments(svc.client, experiment.get("judgmentList") or [],
+        check_judgments(zip(experiment.get("judgmentList") or [], ctx.judgments, strict=True),
                         experiment.get("timestamp"), svc.config.judgment_wait)
     except JudgmentsPending:
         control.start(0, PHASE)
         raise
-    ctx = load(svc, experiment)
     ctx.control = control
     control.start(len(ctx.entries) * len(ctx.configs), "searching")
     fingerprints: dict[str, Any] = {}

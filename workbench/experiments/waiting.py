@@ -10,6 +10,7 @@ time), which every delivery of the job reads again, so it holds across re-queues
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -52,9 +53,16 @@ def await_judgments(client: OpenSearch, judgment_ids: list[str], since: Any,
     is still generated within ``bound`` seconds of ``since``; raise :class:`JobFailed` naming
     the judgment and its state when one ended ``ERROR``, vanished, or the bound passed."""
     repo = Repository(client, JUDGMENT_INDEX)
+    check_judgments([(judgment_id, repo.get_source(judgment_id, ["status", "metadata.error"]))
+                     for judgment_id in judgment_ids], since, bound)
+
+
+def check_judgments(found: Iterable[tuple[str, dict[str, Any] | None]], since: Any,
+                    bound: float) -> None:
+    """``await_judgments`` on judgments already read (id and source, None when missing): a run
+    that reads its judgments whole anyway need not read their status first."""
     pending = []
-    for judgment_id in judgment_ids:
-        source = repo.get_source(judgment_id, ["status", "metadata.error"])
+    for judgment_id, source in found:
         if source is None:
             raise JobFailed(f"Judgment [{judgment_id}] does not exist")
         status = source.get("status")
