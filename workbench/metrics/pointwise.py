@@ -237,7 +237,7 @@ def validate_ratings(judgments: Mapping[str, Any]) -> dict[str, float]:
     """
     parsed: dict[str, float] = {}
     for doc_id, raw in judgments.items():
-        value = _parse_rating(raw)
+        value = _parse_text(raw) if type(raw) is str else _parse_rating(raw)
         if value is None or not math.isfinite(value):
             shown = raw if isinstance(raw, str) else java_string(raw)
             raise MetricError(
@@ -259,6 +259,13 @@ def _parse_rating(raw: Any) -> float | None:
             return math.inf
     if not isinstance(raw, str):
         return None
+    return _parse_text(raw)
+
+
+@lru_cache(maxsize=4096)
+def _parse_text(raw: str) -> float | None:
+    """``_parse_rating`` of a string, remembered: a judgment list repeats a few rating strings
+    ("0.000", "1.000" ...) thousands of times, and a run parses each list once per query."""
     text = raw.strip(_JAVA_BLANK)
     if _JAVA_DECIMAL.fullmatch(text):
         return float(text.rstrip("fFdD"))
