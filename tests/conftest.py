@@ -63,6 +63,12 @@ def llm_server() -> Iterator[LLMServer]:
         yield server
 
 
+@pytest.fixture(scope="session")
+def llama_url() -> str:
+    """The base URL (``.../v1``) of a real llama.cpp server serving SmolLM2-135M-Instruct."""
+    return services.llama_url()
+
+
 @pytest.fixture
 def llm(llm_server: LLMServer) -> LLMServer:
     """The LLM server with a clean script and request log for one test."""

@@ -69,6 +69,14 @@ def redis_url() -> str:
     return _script("redis.sh")
 
 
+def llama_url() -> str:
+    """A real OpenAI-compatible model server (llama.cpp's, ``scripts/llama.sh``):
+    ``LLAMA_URL`` when set, else the script installs (the first time builds) and starts it."""
+    if os.environ.get("LLAMA_URL"):
+        return os.environ["LLAMA_URL"].rstrip("/")
+    return _script("llama.sh")
+
+
 def stop_all() -> None:
     """Stop containers this session started (local script services keep running for reuse)."""
     while _stops:
