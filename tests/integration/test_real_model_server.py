@@ -56,3 +56,27 @@ def test_predict_relays_what_the_model_said(api: Api, llama_url: str, llama_mode
     assert output["result"] == text
     assert output["dataAsMap"] == {"response": text}
     assert direct["usage"]["completion_tokens"] <= MAX_TOKENS
+
+
+def test_evaluate_steps_down_to_the_format_the_server_speaks(api: Api, llama_url: str) -> None:
+    """llama.cpp's Python server refuses ``json_schema`` (500 naming ``response_format``) and
+    constrains ``json_object`` with the schema: one refused call, not retried, then an answer
+    whose grades are all on the rubric's scale."""
+    model = f"llama-eval-{uuid.uuid4().hex[:8]}"
+    created = api.srw("PUT", "/models", {
+        "id": model, "name": "SmolLM2 on llama.cpp", "provider": "openai",
+        "endpoint": llama_url, "model": "smollm2", "options": {"max_tokens": 300}})
+    assert created.status == 200, created.data
+    try:
+        reply = api.srw("POST", "/_evaluate", {
+            "queryText": "red running shoes", "judge": "llm", "modelId": model,
+            "referenceAnswer": f"run {uuid.uuid4().hex}", "fields": ["title"],
+            "hits": [{"id": "a", "title": "red running shoes"},
+                     {"id": "b", "title": "blue wool hat"}]})
+        assert reply.status == 200, reply.data
+        assert reply.json["usage"]["llmCalls"] == 2  # the refused json_schema, then json_object
+        grades = {hit["id"]: hit["rating"] for hit in reply.json["hits"]}
+        assert set(grades) == {"a", "b"}
+        assert all(grade in (0.0, 1.0, 2.0, 3.0) for grade in grades.values())
+    finally:
+        api.srw("DELETE", f"/models/{model}")

@@ -3,8 +3,8 @@
 Hits are sent in batches of ``BATCH`` per call, with up to ``WORKBENCH_LLM_CONCURRENCY`` calls at
 once. Every grade goes through the judgment cache like every LLM rating, keyed by the query (and
 its reference answers), the hit's id and content, the model and the rubric's prompt, so asking
-again costs nothing. A batch is asked with structured output first, then once without it; a
-model that fails both ways fails the judge (``JudgeFailed``).
+again costs nothing. A batch is asked down the structured-output ladder (``llm/structured.py``);
+a model that gives nothing usable on any rung fails the judge (``JudgeFailed``).
 """
 
 from __future__ import annotations
@@ -31,10 +31,11 @@ from workbench.judges.base import (
 )
 from workbench.judges.ratings import ParseFailure
 from workbench.judges.rubric import RUBRICS, Grade, Rubric
-from workbench.llm.base import ChatModel, ChatRequest, LLMError, ModelUnusable
+from workbench.llm.base import ChatModel, ChatRequest, FormatRefused, LLMError, ModelUnusable
 from workbench.llm.mlcommons import UnknownModel
 from workbench.llm.pricing import pricing_of
 from workbench.llm.registry import resolve
+from workbench.llm.structured import ladder
 from workbench.store.identity import carry
 from workbench.store.judgment_cache import CacheKey, JudgmentCache, prompt_code
 
@@ -143,13 +144,19 @@ T = TypeVar("T")
 def ask(model: ChatModel, system: str, user: str, response_format: dict[str, Any],
         read: Callable[[str], T], usage: Usage, trace: list[dict[str, Any]] | None,
         failed: str) -> T:
-    """One question to a model: with structured output first, then once without it. Every
+    """One question to a model: down the structured-output ladder (``llm/structured.py``: a
+    refused format steps down one rung, an unusable answer too, another failure straight to the
+    plain rung), each rung once. Every
     call's tokens, count and time go to ``usage`` (and, with ``trace``, the exchange); ``read``
     turns an answer into the result or raises ``ParseFailure``. A model that gives nothing
     usable either way is ``JudgeFailed`` ("LLM [id] <failed>: <reason>"); an unknown or unusable
     model is raised as it is (the request's 400), not as the LLM failing."""
     reason = "no usable answer"
-    for form in (response_format, None):
+    rungs = ladder(response_format)
+    step = 0
+    while step < len(rungs):
+        form = rungs[step]
+        step += 1
         started = time.perf_counter()
         try:
             result = model.chat(ChatRequest(system, user, form))
@@ -157,6 +164,8 @@ def ask(model: ChatModel, system: str, user: str, response_format: dict[str, Any
             raise
         except LLMError as exc:
             reason = exc.reason
+            if not isinstance(exc, FormatRefused):
+                step = max(step, len(rungs) - 1)  # not the format's fault: plain, once
             continue
         finally:
             usage.calls += 1

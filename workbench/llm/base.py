@@ -97,6 +97,12 @@ def _rebuild_error(model_id: str, reason: str, status: int | None, retryable: bo
     return LLMError(model_id, reason, status=status, retryable=retryable)
 
 
+class FormatRefused(LLMError):
+    """The server refused the request's ``response_format`` (a structured-output dialect it does
+    not speak, e.g. llama.cpp's Python server and ``json_schema``): asking again the same way
+    cannot help, another format may (``structured.ladder``). Never retried as an outage."""
+
+
 class ModelUnusable(LLMError):
     """The model cannot be called as it is set up (no AWS region or credentials, an unset key
     variable, an invalid URL or stored model): nothing reached the provider, and only fixing
@@ -323,9 +329,24 @@ def check_status(
     detail = error_detail(body, shape)
     reason = f"HTTP {status} from {where}: " + (scrub(detail, secrets) if detail is not None
                                                  else unshown(body))
+    if refuses_format(status, detail):
+        raise FormatRefused(model_id, reason, status=status, retryable=False)
     if status == 429 or status >= 500:
         raise Transient(reason, status, parse_retry_after(headers.get("Retry-After")))
     raise LLMError(model_id, reason, status=status, retryable=False)
+
+
+#: statuses with which servers refuse a request shape: bad request, unprocessable (FastAPI's
+#: validation), and the 500 llama.cpp's Python server answers for a failed body validation
+_FORMAT_REFUSAL_STATUSES = (400, 422, 500)
+
+
+def refuses_format(status: int, detail: str | None) -> bool:
+    """Whether an error answer refuses the structured-output format rather than the call: its
+    message names ``response_format`` (OpenAI, vLLM, llama.cpp and FastAPI-based servers all
+    name the parameter they refuse)."""
+    return (status in _FORMAT_REFUSAL_STATUSES and detail is not None
+            and "response_format" in detail)
 
 
 def parse_json_body(model_id: str, body: bytes, where: str) -> Any:

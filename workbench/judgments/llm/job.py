@@ -20,9 +20,10 @@ from workbench.jobs.control import JobControl
 from workbench.judges import ratings as parse
 from workbench.judgments.llm import chunking, cost, prompt
 from workbench.judgments.retrieval import Target, load, retrieve
-from workbench.llm.base import ChatModel, ChatRequest, LLMError
+from workbench.llm.base import ChatModel, ChatRequest, FormatRefused, LLMError
 from workbench.llm.pricing import Pricing, pricing_of
 from workbench.llm.registry import resolve
+from workbench.llm.structured import ladder
 from workbench.querysets.entries import QueryEntry, read_entries
 from workbench.services import Services
 from workbench.store.identity import carry
@@ -281,8 +282,8 @@ class LlmRater:
             self.budget.settle(held, input_tokens, output_tokens)
 
     def _chunk(self, entry: QueryEntry, chunk: list[tuple[str, str]]) -> ChunkAnswer | None:
-        """One chunk: structured output first, then once without it (docs/algorithms.md, "Calling
-        the model"); None when the job was cancelled before a call."""
+        """One chunk down the structured-output ladder (``llm/structured.py``; docs/algorithms.md,
+        "Calling the model"); None when the job was cancelled before a call."""
         usage = JobUsage()
         user = self.user_message(entry, chunk)
         # Counted only for a budget's reservation (tokenising is a large part of a call's CPU).
@@ -291,7 +292,11 @@ class LlmRater:
         error = ""
         structured = (response_format_with_rationale(self.rating_type) if self.rationale
                       else prompt.response_format(self.rating_type))
-        for response_format in (structured, None):
+        rungs = ladder(structured)
+        step = 0
+        while step < len(rungs):
+            response_format = rungs[step]
+            step += 1
             if self.cancelled():
                 return None
             held = None
@@ -307,8 +312,11 @@ class LlmRater:
                 self._settle(held)  # a failed call reports (and is billed) nothing
                 error = str(exc)
                 usage.llm_calls += 1
+                if isinstance(exc, FormatRefused):
+                    continue  # the next rung, at once
                 if not exc.retryable and response_format is None:
                     break
+                step = max(step, len(rungs) - 1)  # not the format's fault: plain, once
                 continue
             usage.latency_ms += round((time.monotonic() - started) * 1000)
             self._settle(held, result.input_tokens, result.output_tokens)
