@@ -144,9 +144,9 @@ T = TypeVar("T")
 def ask(model: ChatModel, system: str, user: str, response_format: dict[str, Any],
         read: Callable[[str], T], usage: Usage, trace: list[dict[str, Any]] | None,
         failed: str) -> T:
-    """One question to a model: down the structured-output ladder (``llm/structured.py``: a
-    refused format steps down one rung, an unusable answer too, another failure straight to the
-    plain rung), each rung once. Every
+    """One question to a model: down the structured-output ladder (``llm/structured.py``): a
+    refused format steps down one rung; an unusable answer or another failure goes straight to
+    the plain rung, as the plugin falls back; each rung is asked once. Every
     call's tokens, count and time go to ``usage`` (and, with ``trace``, the exchange); ``read``
     turns an answer into the result or raises ``ParseFailure``. A model that gives nothing
     usable either way is ``JudgeFailed`` ("LLM [id] <failed>: <reason>"); an unknown or unusable
@@ -178,6 +178,7 @@ def ask(model: ChatModel, system: str, user: str, response_format: dict[str, Any
             return read(result.text)
         except ParseFailure as exc:
             reason = str(exc)
+            step = max(step, len(rungs) - 1)  # answered in that format, unusably: plain, once
     raise JudgeFailed(f"LLM [{model.model_id}] {failed}: {reason}")
 
 

@@ -327,12 +327,14 @@ class LlmRater:
                 ratings = parse.parse_ratings(result.text, self.rating_type, allowed)
             except parse.ParseFailure as exc:
                 error = f"could not read the answer of model {self.model_id}: {exc}"
+                step = max(step, len(rungs) - 1)  # unusable in that format: plain, once
                 continue
             if ratings:
                 rationales = (parse.parse_rationales(result.text, set(ratings))
                               if self.rationale else {})
                 return ratings, rationales, None, usage
             error = f"model {self.model_id} returned no usable ratings"
+            step = max(step, len(rungs) - 1)
         return {}, {}, error, usage
 
 
