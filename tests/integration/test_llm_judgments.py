@@ -26,6 +26,7 @@ from tests.support.processes import Server, Worker
 from tests.support.waiting import finished
 from workbench.judgments.llm.chunking import count_tokens
 from workbench.llm.base import messages_string
+from workbench.llm.structured import mode
 
 PRODUCTS = [
     ("p1", "red running shoes", "lightweight shoes for running", "shoes"),
@@ -177,16 +178,22 @@ def test_relevant_irrelevant(api: Api, worker: Worker, setup: dict[str, Any],
     assert "IRRELEVANT" in llm.requests[0].system
 
 
-def test_falls_back_without_structured_output(api: Api, worker: Worker, setup: dict[str, Any],
-                                              llm: LLMServer) -> None:
-    llm.reject_response_format()  # a model that refuses response_format: 400
+def test_falls_back_down_the_structured_output_ladder(api: Api, worker: Worker,
+                                                     setup: dict[str, Any],
+                                                     llm: LLMServer) -> None:
+    llm.reject_response_format()  # a model that refuses response_format: 400 naming it
     llm.empty_ratings()  # and one that answers an empty list with it
     done = run(api, body(setup, overwriteCache=True))
     assert done["status"] == "COMPLETED", done["metadata"]
     assert done["metadata"]["successfulQueries"] == 3
-    with_format = [r for r in llm.requests if r.response_format is not None]
-    without = [r for r in llm.requests if r.response_format is None]
-    assert len(with_format) == 3 and len(without) == 2
+    # The refused json_schema call steps down to json_object with the same schema; the empty
+    # answer goes straight to plain, as the plugin falls back (llm/structured.py).
+    modes = sorted(mode(r.response_format) for r in llm.requests)
+    assert modes == ["json_object", "json_schema", "json_schema", "json_schema", "plain"]
+    (stepped,) = [r for r in llm.requests if mode(r.response_format) == "json_object"]
+    first = next(r for r in llm.requests if mode(r.response_format) == "json_schema")
+    assert stepped.response_format == {"type": "json_object",
+                                       "schema": first.response_format["json_schema"]["schema"]}
     assert done["metadata"]["usage"]["llmCalls"] == 5
 
 
