@@ -164,7 +164,7 @@ class ContextJudge:
 
     def _ask(self, model: ChatModel, query: Query, hits: Sequence[Hit],
              usage: Usage) -> Sufficiency:
-        """Structured output first, then once without it (``workbench.judges.llm.ask``)."""
+        """Down the structured-output ladder (``workbench.judges.llm.ask``)."""
 
         def read(text: str) -> Sufficiency:
             verdict = parse(text)
