@@ -35,7 +35,7 @@ from workbench.llm.base import ChatModel, ChatRequest, FormatRefused, LLMError, 
 from workbench.llm.mlcommons import UnknownModel
 from workbench.llm.pricing import pricing_of
 from workbench.llm.registry import resolve
-from workbench.llm.structured import ladder
+from workbench.llm.structured import Steps
 from workbench.store.identity import carry
 from workbench.store.judgment_cache import CacheKey, JudgmentCache, prompt_code
 
@@ -152,11 +152,8 @@ def ask(model: ChatModel, system: str, user: str, response_format: dict[str, Any
     usable either way is ``JudgeFailed`` ("LLM [id] <failed>: <reason>"); an unknown or unusable
     model is raised as it is (the request's 400), not as the LLM failing."""
     reason = "no usable answer"
-    rungs = ladder(response_format)
-    step = 0
-    while step < len(rungs):
-        form = rungs[step]
-        step += 1
+    steps = Steps(response_format)
+    for form in steps:
         started = time.perf_counter()
         try:
             result = model.chat(ChatRequest(system, user, form))
@@ -165,7 +162,7 @@ def ask(model: ChatModel, system: str, user: str, response_format: dict[str, Any
         except LLMError as exc:
             reason = exc.reason
             if not isinstance(exc, FormatRefused):
-                step = max(step, len(rungs) - 1)  # not the format's fault: plain, once
+                steps.to_plain()
             continue
         finally:
             usage.calls += 1
@@ -178,7 +175,7 @@ def ask(model: ChatModel, system: str, user: str, response_format: dict[str, Any
             return read(result.text)
         except ParseFailure as exc:
             reason = str(exc)
-            step = max(step, len(rungs) - 1)  # answered in that format, unusably: plain, once
+            steps.to_plain()
     raise JudgeFailed(f"LLM [{model.model_id}] {failed}: {reason}")
 
 

@@ -6,11 +6,13 @@
 3. no ``response_format`` at all: the prompt's own JSON instructions (any chat model).
 
 A server that refuses a format (``base.FormatRefused``) costs one quick refused call; the next
-rung is tried at once, never the same one again.
+rung is tried at once, never the same one again. An unusable answer or any other failure goes
+straight to the plain rung, as the plugin falls back (``Steps.to_plain``).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 Format = dict[str, Any] | None
@@ -30,3 +32,21 @@ def ladder(json_schema: dict[str, Any]) -> list[Format]:
 def mode(form: Format) -> str:
     """The name of a rung: ``json_schema``, ``json_object`` or ``plain``."""
     return "plain" if form is None else str(form.get("type"))
+
+
+class Steps:
+    """One call's way down the ladder: iterating gives each rung to ask, at most once; after a
+    refusal the next rung comes, after ``to_plain`` only the plain one (if not asked yet)."""
+
+    def __init__(self, json_schema: dict[str, Any]) -> None:
+        self.rungs = ladder(json_schema)
+        self._next = 0
+
+    def __iter__(self) -> Iterator[Format]:
+        while self._next < len(self.rungs):
+            self._next += 1
+            yield self.rungs[self._next - 1]
+
+    def to_plain(self) -> None:
+        """Skip to the plain rung: the failure was not the format's."""
+        self._next = max(self._next, len(self.rungs) - 1)

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from workbench.llm.base import FormatRefused, LLMError, Transient, check_status, refuses_format
-from workbench.llm.structured import ladder, mode
+from workbench.llm.structured import Steps, ladder, mode
 
 SCHEMA = {"type": "object", "properties": {"ratings": {"type": "array"}}}
 JSON_SCHEMA = {"type": "json_schema", "json_schema": {"name": "r", "strict": True,
@@ -56,3 +56,18 @@ def test_other_server_errors_stay_transient() -> None:
     body = json.dumps({"error": {"message": "model is loading"}}).encode()
     with pytest.raises(Transient):
         check_status("m", 500, {}, body, "http://127.0.0.1:9600/v1")
+
+
+def test_steps_go_down_one_rung_after_a_refusal_and_to_plain_otherwise() -> None:
+    steps = Steps(JSON_SCHEMA)
+    asked = []
+    for form in steps:
+        asked.append(mode(form))  # each refused: the next rung comes
+    assert asked == ["json_schema", "json_object", "plain"]
+
+    steps = Steps(JSON_SCHEMA)
+    asked = []
+    for form in steps:
+        asked.append(mode(form))
+        steps.to_plain()  # an unusable answer or an outage: plain, once
+    assert asked == ["json_schema", "plain"]

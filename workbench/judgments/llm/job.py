@@ -23,7 +23,7 @@ from workbench.judgments.retrieval import Target, load, retrieve
 from workbench.llm.base import ChatModel, ChatRequest, FormatRefused, LLMError
 from workbench.llm.pricing import Pricing, pricing_of
 from workbench.llm.registry import resolve
-from workbench.llm.structured import ladder
+from workbench.llm.structured import Steps
 from workbench.querysets.entries import QueryEntry, read_entries
 from workbench.services import Services
 from workbench.store.identity import carry
@@ -292,11 +292,8 @@ class LlmRater:
         error = ""
         structured = (response_format_with_rationale(self.rating_type) if self.rationale
                       else prompt.response_format(self.rating_type))
-        rungs = ladder(structured)
-        step = 0
-        while step < len(rungs):
-            response_format = rungs[step]
-            step += 1
+        steps = Steps(structured)
+        for response_format in steps:
             if self.cancelled():
                 return None
             held = None
@@ -312,11 +309,8 @@ class LlmRater:
                 self._settle(held)  # a failed call reports (and is billed) nothing
                 error = str(exc)
                 usage.llm_calls += 1
-                if isinstance(exc, FormatRefused):
-                    continue  # the next rung, at once
-                if not exc.retryable and response_format is None:
-                    break
-                step = max(step, len(rungs) - 1)  # not the format's fault: plain, once
+                if not isinstance(exc, FormatRefused):
+                    steps.to_plain()
                 continue
             usage.latency_ms += round((time.monotonic() - started) * 1000)
             self._settle(held, result.input_tokens, result.output_tokens)
@@ -327,14 +321,14 @@ class LlmRater:
                 ratings = parse.parse_ratings(result.text, self.rating_type, allowed)
             except parse.ParseFailure as exc:
                 error = f"could not read the answer of model {self.model_id}: {exc}"
-                step = max(step, len(rungs) - 1)  # unusable in that format: plain, once
+                steps.to_plain()
                 continue
             if ratings:
                 rationales = (parse.parse_rationales(result.text, set(ratings))
                               if self.rationale else {})
                 return ratings, rationales, None, usage
             error = f"model {self.model_id} returned no usable ratings"
-            step = max(step, len(rungs) - 1)
+            steps.to_plain()
         return {}, {}, error, usage
 
 
