@@ -70,9 +70,12 @@ def llama_url() -> str:
 
 
 @pytest.fixture
-def llm(llm_server: LLMServer) -> LLMServer:
-    """The LLM server with a clean script and request log for one test."""
+def llm(llm_server: LLMServer, redis_url: str) -> LLMServer:
+    """The LLM server with a clean script and request log for one test, and no structured-
+    output mode remembered for any model (``llm/structured.py``): each test's calls start at
+    the top of the ladder."""
     llm_server.reset()
+    services.forget_formats(redis_url)
     return llm_server
 
 

@@ -238,6 +238,11 @@ class Config:
     llm_max_retries: int = setting(
         4, "WORKBENCH_LLM_MAX_RETRIES", _non_negative_int,
         "Retries of one LLM call on 429, 5xx and timeouts, with exponential backoff.")
+    sync_deadline: float = setting(
+        100.0, "WORKBENCH_SYNC_DEADLINE", _positive_float,
+        "Seconds _evaluate, _evaluate/_batch (answered at once), _predict and judgments/"
+        "_estimate may take while the caller waits; past it they answer 504 and call no model "
+        "again. The front waits the longer of this and OPENSEARCH_TIMEOUT, plus 30 s.")
     evaluate_batch_limit: int = setting(
         50, "WORKBENCH_EVALUATE_BATCH_LIMIT", _positive_int,
         "Most evaluations one POST _evaluate/_batch judges while the caller waits; a larger "

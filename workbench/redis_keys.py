@@ -28,6 +28,8 @@ Every key, its type, TTL and owner (the module that writes it)::
     workbench:ratelimit:<model>:requests       string  next turn + 60 s     llm.rate_limit
     workbench:ratelimit:<model>:tokens         string  next turn + 60 s     llm.rate_limit
     workbench:ratelimit:<model>:pause          string  the pause + 1 s      llm.rate_limit
+    workbench:format:<model>:<digest>          string  24 h                 llm.structured
+    workbench:format:<model>:<digest>:probe    string  the LLM timeout      llm.structured
     workbench:stats:<stat>:total               int     none                 telemetry.event_stats
     workbench:stats:<stat>:last                string  none                 telemetry.event_stats
     workbench:stats:<stat>:bucket:<minute>     int     7 minutes            telemetry.event_stats
@@ -96,6 +98,19 @@ def rate_limit_keys(model_id: str) -> tuple[str, str, str]:
     """A model's request time, token time and pause-until, in the order its scripts take."""
     base = RATE_LIMIT_PREFIX + model_id
     return base + ":requests", base + ":tokens", base + ":pause"
+
+
+# -- structured-output modes (llm/structured.py) ---------------------------------------------------
+
+
+def format_key(model_id: str, digest: str) -> str:
+    """The structured-output rung a model's server accepts (``digest`` names its endpoint)."""
+    return f"workbench:format:{model_id}:{digest}"
+
+
+def format_probe_key(model_id: str, digest: str) -> str:
+    """Held by the one caller finding out a model's rung while nothing is remembered."""
+    return format_key(model_id, digest) + ":probe"
 
 
 # -- stats counters (telemetry/event_stats.py) ----------------------------------------------------

@@ -24,6 +24,7 @@ from tests.support.api import Api
 from tests.support.llm_server import LLMServer
 from tests.support.processes import Server, Worker
 from tests.support.waiting import finished
+from workbench.judgments.llm import job
 from workbench.judgments.llm.chunking import count_tokens
 from workbench.llm.base import messages_string
 from workbench.llm.structured import mode
@@ -186,15 +187,49 @@ def test_falls_back_down_the_structured_output_ladder(api: Api, worker: Worker,
     done = run(api, body(setup, overwriteCache=True))
     assert done["status"] == "COMPLETED", done["metadata"]
     assert done["metadata"]["successfulQueries"] == 3
-    # The refused json_schema call steps down to json_object with the same schema; the empty
-    # answer goes straight to plain, as the plugin falls back (llm/structured.py).
+    # The first chunk finds the way while the other two wait for it (llm/structured.py): its
+    # refused json_schema call steps down to json_object, which the server answers (so that
+    # is remembered), but with nothing usable, so it goes on to plain, as the plugin falls
+    # back. The two others start where the server was found to answer.
     modes = sorted(mode(r.response_format) for r in llm.requests)
-    assert modes == ["json_object", "json_schema", "json_schema", "json_schema", "plain"]
-    (stepped,) = [r for r in llm.requests if mode(r.response_format) == "json_object"]
+    assert modes == ["json_object", "json_object", "json_object", "json_schema", "plain"]
     first = next(r for r in llm.requests if mode(r.response_format) == "json_schema")
-    assert stepped.response_format == {"type": "json_object",
-                                       "schema": first.response_format["json_schema"]["schema"]}
+    schema = first.response_format["json_schema"]["schema"]
+    for stepped in (r for r in llm.requests if mode(r.response_format) == "json_object"):
+        # the same schema, with the ids limited to the chunk's hits, each rated once
+        ids = [hit["id"] for hit in json.loads(stepped.user.split("Hits: ", 1)[1])]
+        assert stepped.response_format["type"] == "json_object"
+        constrained = stepped.response_format["schema"]
+        ratings = constrained["properties"]["ratings"]
+        assert ratings.pop("minItems") == ratings.pop("maxItems") == len(ids) > 0
+        assert ratings["items"]["properties"].pop("id") == {"type": "string", "enum": ids}
+        expected = json.loads(json.dumps(schema))
+        del expected["properties"]["ratings"]["items"]["properties"]["id"]
+        assert constrained == expected
     assert done["metadata"]["usage"]["llmCalls"] == 5
+
+
+def test_remembers_the_format_a_server_accepts(api: Api, worker: Worker,
+                                               setup: dict[str, Any], llm: LLMServer) -> None:
+    """A server that never speaks json_schema is asked that way once, by one chunk, while the
+    others wait; what it accepts is shown on the model and used by the next job at once."""
+    assert api.srw("GET", f"/models/{JUDGE_MODEL}").json["structuredOutput"] is None
+    llm.refuse_formats("json_schema")
+    done = run(api, body(setup, overwriteCache=True))
+    assert done["status"] == "COMPLETED" and done["metadata"]["successfulQueries"] == 3
+    modes = [mode(r.response_format) for r in llm.requests]
+    assert sorted(modes) == ["json_object"] * 3 + ["json_schema"]
+    assert done["metadata"]["usage"]["llmCalls"] == 4
+    learnt = api.srw("GET", f"/models/{JUDGE_MODEL}").json["structuredOutput"]
+    assert learnt["mode"] == "json_object"
+    assert 86_390 <= learnt["expiresInSeconds"] <= 86_400
+    assert learnt["learnedAt"].endswith("Z")
+
+    before = len(llm.requests)
+    again = run(api, body(setup, overwriteCache=True))
+    assert again["status"] == "COMPLETED" and again["metadata"]["successfulQueries"] == 3
+    assert [mode(r.response_format) for r in llm.requests[before:]] == ["json_object"] * 3
+    assert again["metadata"]["usage"]["llmCalls"] == 3
 
 
 def test_prompt_template_with_reference_and_custom_fields(api: Api, worker: Worker,
@@ -291,6 +326,27 @@ def test_partial_answers_become_failures_then_retry_and_edit(
         400, f"Document zz is not part of query [{query}] in this judgment")
 
 
+def test_a_rating_off_the_scale_is_a_failure_with_its_reason_and_can_be_retried(
+        api: Api, worker: Worker, setup: dict[str, Any], llm: LLMServer) -> None:
+    """A model that answers 5 on a 0-1 scale (as SmolLM2 does) has that document listed in
+    ``failures`` with why, never stored as a rating; ``_retry`` asks about it again."""
+    answer = {"ratings": [{"id": f"{setup['index']}::{doc_id}",
+                           "rating_score": 5 if doc_id == "p1" else 0.5}
+                          for doc_id, *_ in PRODUCTS]}
+    llm.reply_text(json.dumps(answer), times=3)
+    done = run(api, body(setup, overwriteCache=True))
+    assert done["status"] == "COMPLETED" and done["metadata"]["failedQueries"] == 0
+    entry = next(e for e in done["judgmentRatings"] if e["query"] == "red shoes")
+    assert entry["failures"] == [
+        {"docId": "p1", "reason": "rating_score 5 is outside the scale 0 to 1"}]
+    assert "p1" not in {r["docId"] for r in entry["ratings"]}
+    assert all(r["rating"] == "0.5" for e in done["judgmentRatings"] for r in e["ratings"])
+    assert api.srw("POST", f"/judgments/{done['id']}/_retry").status == 200
+    after = finished(api, f"/judgments/{done['id']}", 60)
+    entry = next(e for e in after["judgmentRatings"] if e["query"] == "red shoes")
+    assert "failures" not in entry and "p1" in {r["docId"] for r in entry["ratings"]}
+
+
 def test_a_retry_that_fails_ends_error_with_its_reason_and_keeps_the_ratings(
         api: Api, worker: Worker, setup: dict[str, Any], llm: LLMServer,
         direct: OpenSearch) -> None:
@@ -299,7 +355,7 @@ def test_a_retry_that_fails_ends_error_with_its_reason_and_keeps_the_ratings(
     llm.partial(ids=["p1"], times=3)
     done = run(api, body(setup, overwriteCache=True))
     entry = next(e for e in done["judgmentRatings"] if e["query"] == "red shoes")
-    assert entry["failures"] == [{"docId": "p1"}]
+    assert entry["failures"] == [{"docId": "p1", "reason": job.NOT_RATED}]
     source = direct.get(index=setup["index"], id="p1")["_source"]
     direct.delete(index=setup["index"], id="p1", refresh=True)
     try:
@@ -321,7 +377,7 @@ def test_edit_moves_a_failed_document_into_the_ratings(api: Api, worker: Worker,
     llm.partial(ids=["p1"], times=3)  # whichever call carries p1
     done = run(api, body(setup, overwriteCache=True))
     entry = next(e for e in done["judgmentRatings"] if e["query"] == "red shoes")
-    assert entry["failures"] == [{"docId": "p1"}]
+    assert entry["failures"] == [{"docId": "p1", "reason": job.NOT_RATED}]
     api.srw("PUT", f"/judgments/{done['id']}", {"judgmentRatings": [
         {"query": "red shoes", "ratings": [{"docId": "p1", "rating": 1}]}]})
     after = api.srw("GET", f"/judgments/{done['id']}").json["hits"]["hits"][0]["_source"]

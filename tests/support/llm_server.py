@@ -108,6 +108,7 @@ class LLMServer:
         self._calls = 0
         self._latency = 0.0
         self._azure: dict[str, tuple[str, str]] = {}
+        self._refused: set[str] = set()
         self._server: ThreadingHTTPServer | None = None
 
     # --- life cycle ----------------------------------------------------------------------------
@@ -215,6 +216,12 @@ class LLMServer:
         """Answer 400 to the next ``times`` calls that carry response_format."""
         self._push(_Script("reject_rf", times, only_with_response_format=True))
 
+    def refuse_formats(self, *types: str) -> None:
+        """Until ``reset``, answer 400 naming response_format to every call whose
+        response_format has one of these types, as a server without that dialect does."""
+        with self._lock:
+            self._refused.update(types)
+
     def empty_ratings(self, times: int = 1) -> None:
         """Answer ``{"ratings": []}`` to the next ``times`` calls that carry response_format."""
         self._push(_Script("empty", times, only_with_response_format=True))
@@ -258,6 +265,7 @@ class LLMServer:
             self._requests.clear()
             self._calls = 0
             self._latency = 0.0
+            self._refused.clear()
 
     # --- request handling ----------------------------------------------------------------------
 
@@ -315,7 +323,10 @@ class LLMServer:
             self._requests.append(record)
             self._calls += 1
             latency = self._latency
-            script = self._take(record.response_format is not None)
+            refused = (record.response_format or {}).get("type") in self._refused
+            script = None if refused else self._take(record.response_format is not None)
+        if refused:
+            return _error(kind, 400, "'response_format' of this type is not supported")
         if latency:
             time.sleep(latency)
         return self._answer(kind, record, body, script)

@@ -82,3 +82,16 @@ def stop_all() -> None:
     while _stops:
         with suppress(Exception):
             _stops.pop()()
+
+
+def forget_formats(redis_url: str) -> None:
+    """Delete every remembered structured-output mode (``workbench:format:*``), so a test's
+    LLM calls start at the top of the ladder; nothing to do where Redis is not reachable
+    (unit tests point it at a closed port)."""
+    import redis
+
+    with suppress(redis.RedisError):
+        client = redis.Redis.from_url(redis_url, socket_connect_timeout=1)
+        keys = list(client.scan_iter("workbench:format:*", count=1000))
+        if keys:
+            client.delete(*keys)

@@ -18,6 +18,7 @@ from flask import Blueprint, Response
 
 from workbench.api import caller, json_body, json_response, services
 from workbench.api.creates import EVALUATE_BATCH, Create
+from workbench.api.deadlines import sync_deadline
 from workbench.errors import BadRequest, NotFound, WorkbenchError
 from workbench.evaluation import batch, batch_job, brief_shape, workbench_shape
 from workbench.evaluation.run import evaluate as run
@@ -73,7 +74,8 @@ def evaluate() -> Response:
     brief = brief_shape.is_brief(body)
     request = brief_shape.parse(body) if brief else workbench_shape.parse(svc, body)
     try:
-        done = run(svc, request)
+        with sync_deadline("_evaluate"):
+            done = run(svc, request)
     except Exception as exc:
         error = http_error(exc)
         if error is exc:
@@ -93,7 +95,8 @@ def evaluate_batch() -> Response:
         entries = batch.parse(svc, body)
         if len(entries) > svc.config.evaluate_batch_limit:
             return queue(create, body, entries)
-        return json_response(batch.run(svc, entries))
+        with sync_deadline("_evaluate/_batch"):
+            return json_response(batch.run(svc, entries))
     except batch.EntryFailed as exc:
         error = http_error(exc.cause, exc.position)
         raise error from (None if error is exc.cause else exc.cause)

@@ -10,6 +10,7 @@ from __future__ import annotations
 from flask import Blueprint, Response
 
 from workbench.api import caller, json_body, json_response, services
+from workbench.api.deadlines import sync_deadline
 from workbench.errors import BadRequest
 from workbench.jobs.base import JobFailed
 from workbench.judgments.create import judgment_rules, new_judgment
@@ -37,6 +38,7 @@ def estimate_judgment() -> Response:
     metadata = new_judgment(client, fields, rules)["metadata"]
     caller.refuse_unless_searchable(metadata["searchConfigurationList"])
     try:
-        return json_response(llm_estimate.estimate(services(), metadata))
+        with sync_deadline("judgments/_estimate"):
+            return json_response(llm_estimate.estimate(services(), metadata))
     except (JobFailed, LLMError) as exc:  # what would end the job ERROR before any call
         raise BadRequest(str(exc)) from None

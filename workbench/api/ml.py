@@ -16,6 +16,7 @@ from typing import Any
 from flask import Blueprint, Response, request
 
 from workbench.api import caller, check_output_flags, json_body, json_response, services
+from workbench.api.deadlines import sync_deadline
 from workbench.api.proxy import forward
 from workbench.errors import BadRequest, WorkbenchError
 from workbench.llm.base import ChatRequest, LLMError, ModelUnusable
@@ -73,7 +74,8 @@ def predict(model_id: str) -> Response:
     prompt = load(PredictSchema(), json_body() or {})["parameters"]
     chat = ChatRequest(prompt.system, prompt.user)
     try:
-        answer = model.chat(chat)
+        with sync_deadline("_predict"):
+            answer = model.chat(chat)
     except ModelUnusable as exc:  # the model's own set-up: nothing reached the provider
         raise BadRequest(str(exc)) from None
     except LLMError as exc:

@@ -23,6 +23,8 @@ from workbench.api import caller, json_body, json_response, services
 from workbench.api.entities import repository
 from workbench.errors import BadRequest, Conflict, NotFound
 from workbench.llm.endpoints import EndpointPolicy
+from workbench.llm.registry import format_memory, place_of
+from workbench.llm.runtime import stored_spec
 from workbench.llm.secrets import SecretKeyMissing
 from workbench.llm.spec import ModelSpec, SpecError, check_api_key, normalise, parse_spec
 from workbench.schemas.body import load
@@ -112,13 +114,23 @@ def list_models() -> Response:
 
 @bp.get("/<entity_id>")
 def get_model(entity_id: str) -> Response:
+    """The model, with ``structuredOutput``: the structured-output mode its server was found
+    to accept (``llm.structured``), or null before its first call."""
     spec = _env_spec(entity_id)
     if spec is not None:
-        return json_response(_env_public(spec))
+        return json_response({**_env_public(spec), "structuredOutput": _learnt(spec)})
     found = _store().get(entity_id)
     if found is None:
         raise NotFound(f"model not found: {entity_id}")
-    return json_response(public(found[0]))
+    try:
+        learnt = _learnt(stored_spec(found[0]))
+    except SpecError:
+        learnt = None  # a document no longer valid is shown as it is; it cannot be called
+    return json_response({**public(found[0]), "structuredOutput": learnt})
+
+
+def _learnt(spec: ModelSpec) -> dict[str, Any] | None:
+    return format_memory(services().config, spec.id, place_of(spec)).recall()
 
 
 @bp.put("/<entity_id>")

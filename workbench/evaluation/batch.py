@@ -30,6 +30,7 @@ from workbench.evaluation.run import evaluate
 from workbench.judges import registry
 from workbench.judges.base import OptionError, Setup, Usage
 from workbench.judges.llm import BATCH as LLM_BATCH
+from workbench.llm.deadline import DeadlinePassed
 from workbench.schemas.body import load
 from workbench.schemas.evaluate import BatchSchema, entry_body
 from workbench.services import Services
@@ -147,6 +148,11 @@ def run(svc: Services, entries: list[Entry],
     with ThreadPoolExecutor(workers(svc, entries)) as pool:
         outcomes = list(pool.map(carry(one), entries))
     elapsed_ms = (time.perf_counter() - started) * 1000
+    late = [o for o in outcomes if isinstance(o, DeadlinePassed)]
+    if late:  # out of time: say how far the batch got, not which entry was cut
+        finished = sum(1 for o in outcomes if not isinstance(o, Exception))
+        late[0].deadline.progress = f"{finished} of {len(entries)} evaluations were complete"
+        raise late[0].refresh()
     done: list[Evaluated] = []
     for entry, outcome in zip(entries, outcomes, strict=True):
         if isinstance(outcome, Exception):

@@ -177,6 +177,7 @@ class ContextJudge:
         try:
             return ask(model, SYSTEM_PROMPT, user_prompt(query, hits), RESPONSE_FORMAT, read,
                        usage, trace if self.debug else None,
-                       "failed to judge context sufficiency")
+                       "failed to judge context sufficiency",
+                       wait=self.services.config.llm_timeout)
         finally:
             self.trace.extend({"judge": NAME, **exchange} for exchange in trace)

@@ -31,11 +31,18 @@ from workbench.judges.base import (
 )
 from workbench.judges.ratings import ParseFailure
 from workbench.judges.rubric import RUBRICS, Grade, Rubric
-from workbench.llm.base import ChatModel, ChatRequest, FormatRefused, LLMError, ModelUnusable
+from workbench.llm.base import (
+    DEFAULT_MAX_OUTPUT,
+    ChatModel,
+    ChatRequest,
+    FormatRefused,
+    LLMError,
+    ModelUnusable,
+)
 from workbench.llm.mlcommons import UnknownModel
 from workbench.llm.pricing import pricing_of
 from workbench.llm.registry import resolve
-from workbench.llm.structured import Steps
+from workbench.llm.structured import Steps, answer_bound
 from workbench.store.identity import carry
 from workbench.store.judgment_cache import CacheKey, JudgmentCache, prompt_code
 
@@ -87,14 +94,16 @@ class LLMJudge:
                 from_cache.add(hit.id)
         usage.cache_hits = len(from_cache)
         todo = [hit for hit in hits if hit.id not in grades]
+        unrated: dict[str, str] = {}  # why the model's grade of a hit was refused
         batches = [todo[i:i + BATCH] for i in range(0, len(todo), BATCH)]
         if batches:
             workers = min(len(batches), svc.config.llm_concurrency)
             with ThreadPoolExecutor(workers) as pool:
                 answers = list(pool.map(carry(lambda b: self._grade(model, query, b)), batches))
             fresh: dict[CacheKey, dict[str, Any]] = {}
-            for batch, (graded, spent) in zip(batches, answers, strict=True):
+            for batch, (graded, refused, spent) in zip(batches, answers, strict=True):
                 usage.add(spent)
+                unrated.update(refused)
                 for hit in batch:
                     grade = graded.get(hit.id)
                     if grade is None:
@@ -111,8 +120,8 @@ class LLMJudge:
         for hit in hits:
             grade = grades.get(hit.id)
             if grade is None:
-                verdicts.append(Verdict(None, False,
-                                        rationale="the model did not rate this result"))
+                verdicts.append(Verdict(None, False, rationale=unrated.get(
+                    hit.id, "the model did not rate this result")))
             else:
                 verdicts.append(Verdict(float(grade.grade), self.rubric.relevant(grade.grade),
                                         confidence=grade.confidence,
@@ -120,22 +129,27 @@ class LLMJudge:
                                         cached=hit.id in from_cache))
         return Judged(verdicts, usage, list(self._trace))
 
-    def _grade(self, model: ChatModel, query: Query,
-               batch: list[Hit]) -> tuple[dict[str, Grade], Usage]:
+    def _grade(self, model: ChatModel, query: Query, batch: list[Hit],
+               ) -> tuple[dict[str, Grade], dict[str, str], Usage]:
+        """One batch's grades, and why the model's grade of other hits was refused."""
         usage = Usage()
         user = self.rubric.user_prompt(query.text, query.references,
                                        [(hit.id, hit.content()) for hit in batch])
         allowed = {hit.id for hit in batch}
 
-        def graded(text: str) -> dict[str, Grade]:
-            grades = self.rubric.parse(text, allowed)
+        def graded(text: str) -> tuple[dict[str, Grade], dict[str, str]]:
+            grades, refused = self.rubric.read(text, allowed)
             if not grades:
-                raise ParseFailure("the answer rated none of the results")
-            return grades
+                raise ParseFailure("the answer rated none of the results" + (
+                    f" ({next(iter(refused.values()))})" if refused else ""))
+            return grades, refused
 
         trace = self._trace if self.debug else None
-        return ask(model, self.rubric.system_prompt, user, self.rubric.response_format(),
-                   graded, usage, trace, "failed"), usage
+        grades, refused = ask(model, self.rubric.system_prompt, user, self.rubric.response_format(),
+                              graded, usage, trace, "failed", [hit.id for hit in batch],
+                              self.services.config.llm_timeout,
+                              answer_bound(self.rubric.sample_answer([h.id for h in batch])))
+        return grades, refused, usage
 
 
 T = TypeVar("T")
@@ -143,39 +157,47 @@ T = TypeVar("T")
 
 def ask(model: ChatModel, system: str, user: str, response_format: dict[str, Any],
         read: Callable[[str], T], usage: Usage, trace: list[dict[str, Any]] | None,
-        failed: str) -> T:
+        failed: str, ids: Sequence[str] = (), wait: float = 0.0,
+        max_output: int = DEFAULT_MAX_OUTPUT) -> T:
     """One question to a model: down the structured-output ladder (``llm/structured.py``): a
     refused format steps down one rung; an unusable answer or another failure goes straight to
-    the plain rung, as the plugin falls back; each rung is asked once. Every
+    the plain rung, as the plugin falls back; each rung is asked once; it starts at the rung
+    the model is known to accept, or waits up to ``wait`` seconds for another caller finding
+    that out (``Steps``); ``ids`` are the hits asked about, ``max_output`` bounds each answer.
+    Every
     call's tokens, count and time go to ``usage`` (and, with ``trace``, the exchange); ``read``
     turns an answer into the result or raises ``ParseFailure``. A model that gives nothing
     usable either way is ``JudgeFailed`` ("LLM [id] <failed>: <reason>"); an unknown or unusable
     model is raised as it is (the request's 400), not as the LLM failing."""
     reason = "no usable answer"
-    steps = Steps(response_format)
-    for form in steps:
-        started = time.perf_counter()
-        try:
-            result = model.chat(ChatRequest(system, user, form))
-        except (UnknownModel, ModelUnusable):
-            raise
-        except LLMError as exc:
-            reason = exc.reason
-            if not isinstance(exc, FormatRefused):
+    with Steps(response_format, model.formats, ids, wait) as steps:
+        for form in steps:
+            started = time.perf_counter()
+            try:
+                result = model.chat(ChatRequest(system, user, form, max_output))
+            except (UnknownModel, ModelUnusable):
+                raise
+            except LLMError as exc:
+                reason = exc.reason
+                if isinstance(exc, FormatRefused):
+                    steps.refused(form)
+                else:
+                    steps.to_plain()
+                continue
+            finally:
+                usage.calls += 1
+                usage.latency_ms += (time.perf_counter() - started) * 1000
+            steps.accepted(form)
+            usage.input_tokens += result.input_tokens
+            usage.output_tokens += result.output_tokens
+            if trace is not None:
+                trace.append({"structured": form is not None, "user": user,
+                              "answer": result.text})
+            try:
+                return read(result.text)
+            except ParseFailure as exc:
+                reason = result.why_unusable(str(exc))
                 steps.to_plain()
-            continue
-        finally:
-            usage.calls += 1
-            usage.latency_ms += (time.perf_counter() - started) * 1000
-        usage.input_tokens += result.input_tokens
-        usage.output_tokens += result.output_tokens
-        if trace is not None:
-            trace.append({"structured": form is not None, "user": user, "answer": result.text})
-        try:
-            return read(result.text)
-        except ParseFailure as exc:
-            reason = str(exc)
-            steps.to_plain()
     raise JudgeFailed(f"LLM [{model.model_id}] {failed}: {reason}")
 
 

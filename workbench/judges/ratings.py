@@ -120,37 +120,71 @@ def _doc_id(raw: Any, allowed_ids: set[str]) -> str | None:
     return None
 
 
-def _rating(score: Any, rating_type: str) -> str | None:
-    """The stored rating string, or None when ``score`` is not valid for the rating type."""
+def _rating(score: Any, rating_type: str) -> tuple[str | None, str]:
+    """The stored rating string, or None and why ``score`` is not a rating of this type: a
+    SCORE0_1 rating must be a JSON number from 0 to 1, a RELEVANT_IRRELEVANT one either word."""
+    shown = _shown(score)
     if rating_type == SCORE0_1:
         if isinstance(score, bool) or not isinstance(score, int | float):
-            return None  # strings, booleans, null, NaN/Infinity are not numbers here
+            # strings, booleans, null, NaN/Infinity are not numbers here
+            return None, f"rating_score {shown} is not a number"
         try:
             number = float(score)
         except OverflowError:
-            return None
-        return double_to_string(number) if math.isfinite(number) else None
-    return BINARY_RATINGS.get(score) if isinstance(score, str) else None
+            return None, f"rating_score {shown} is not a finite number"
+        if not math.isfinite(number):
+            return None, f"rating_score {shown} is not a finite number"
+        if not 0.0 <= number <= 1.0:
+            return None, f"rating_score {shown} is outside the scale 0 to 1"
+        return double_to_string(number), ""
+    if isinstance(score, str) and score in BINARY_RATINGS:
+        return BINARY_RATINGS[score], ""
+    return None, f"rating_score {shown} is neither RELEVANT nor IRRELEVANT"
 
 
-def parse_ratings(text: str, rating_type: str, allowed_ids: set[str]) -> dict[str, str]:
-    """docId -> rating string for every usable element of the answer (last one wins per docId).
+def _shown(score: Any) -> str:
+    """A model's value as a failure reason shows it: JSON, at most 40 characters."""
+    if isinstance(score, _NonFinite):
+        return score.text
+    try:
+        text = json.dumps(score, ensure_ascii=False)
+    except (TypeError, ValueError):
+        text = str(score)
+    return text if len(text) <= 40 else text[:40] + "..."
 
-    Elements naming a doc outside ``allowed_ids`` or carrying an invalid ``rating_score`` are
-    skipped; ``{}`` (e.g. an empty ``ratings`` array) is a valid result that the caller answers
-    with a retry. Raises ParseFailure when the text holds no ratings JSON.
+
+def read_ratings(text: str, rating_type: str, allowed_ids: set[str],
+                 ) -> tuple[dict[str, str], dict[str, str]]:
+    """docId -> rating string for every usable element of the answer (last one wins per docId),
+    and docId -> why the model's rating of it was refused (not a rating of the type, or outside
+    its scale), for docs the answer rated no usable way.
+
+    Elements naming a doc outside ``allowed_ids`` are skipped; ``({}, {})`` (e.g. an empty
+    ``ratings`` array) is a valid result that the caller answers with a retry. Raises
+    ParseFailure when the text holds no ratings JSON.
     """
     if rating_type not in RATING_TYPES:
         raise ValueError(f"Unknown rating type: {rating_type}")
     ratings: dict[str, str] = {}
+    refused: dict[str, str] = {}
     for element in rating_elements(text):
         if not isinstance(element, dict):
             continue
         doc_id = _doc_id(element.get("id"), allowed_ids)
-        rating = _rating(element.get("rating_score"), rating_type)
-        if doc_id is not None and rating is not None:
+        if doc_id is None:
+            continue
+        rating, reason = _rating(element.get("rating_score"), rating_type)
+        if rating is not None:
             ratings[doc_id] = rating
-    return ratings
+            refused.pop(doc_id, None)
+        elif doc_id not in ratings:
+            refused[doc_id] = reason
+    return ratings, refused
+
+
+def parse_ratings(text: str, rating_type: str, allowed_ids: set[str]) -> dict[str, str]:
+    """The usable ratings of ``read_ratings``."""
+    return read_ratings(text, rating_type, allowed_ids)[0]
 
 
 def parse_rationales(text: str, doc_ids: set[str]) -> dict[str, str]:

@@ -97,6 +97,14 @@ class Rubric:
                        "properties": {"ratings": {"type": "array", "items": item}},
                        "required": ["ratings"], "additionalProperties": False}}}
 
+    def sample_answer(self, ids: Sequence[str]) -> str:
+        """A usable answer grading ``ids``, with a sentence-long justification each: what the
+        output bound of a call is sized from (``llm.structured.answer_bound``)."""
+        sentence = "Matches the intent but misses the stated brand, so it is moderately relevant."
+        return json.dumps({"ratings": [
+            {"id": i, "grade": self.scale.relevant_from, "confidence": self.confidence[1],
+             "justification": sentence} for i in ids]}, ensure_ascii=False)
+
     def user_prompt(self, query: str, references: Sequence[str],
                     results: list[tuple[str, str]]) -> str:
         """The query, its reference answers if any and the results as a JSON array."""
@@ -111,12 +119,18 @@ class Rubric:
         return "\n".join(lines)
 
     def parse(self, text: str, allowed_ids: set[str]) -> dict[str, Grade]:
-        """The grade of each result the model rated; ids it was not asked about are dropped,
-        grades off the scale are refused, a confidence out of range is dropped. Raises
-        ``ParseFailure`` when no JSON ratings can be found."""
+        """The usable grades of ``read``."""
+        return self.read(text, allowed_ids)[0]
+
+    def read(self, text: str, allowed_ids: set[str]) -> tuple[dict[str, Grade], dict[str, str]]:
+        """The grade of each result the model rated, and why the grade of each other result it
+        named was refused (off the scale, not a number); ids it was not asked about are
+        dropped, a confidence out of range is dropped. Raises ``ParseFailure`` when no JSON
+        ratings can be found."""
         grades = set(self.scale.grades())
         low, high = self.confidence
         out: dict[str, Grade] = {}
+        refused: dict[str, str] = {}
         for element in rating_elements(text):
             if not isinstance(element, dict):
                 continue
@@ -126,6 +140,9 @@ class Rubric:
             raw = element.get("grade", element.get("rating", element.get("rating_score")))
             if isinstance(raw, bool) or not isinstance(raw, (int, float)) \
                     or not math.isfinite(raw) or raw not in grades:
+                if doc_id not in out:
+                    refused[doc_id] = (f"the model's grade {json.dumps(raw, default=str)[:40]} "
+                                       f"is not on the scale {self.scale.name}")
                 continue
             confidence = element.get("confidence")
             if isinstance(confidence, bool) or not isinstance(confidence, (int, float)) \
@@ -134,7 +151,8 @@ class Rubric:
             justification = element.get("justification") or ""
             out[doc_id] = Grade(int(raw), None if confidence is None else float(confidence),
                                 str(justification).strip())
-        return out
+            refused.pop(doc_id, None)
+        return out, refused
 
 
 CHECKLIST_0_3 = Rubric(

@@ -15,13 +15,17 @@ import random
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import urllib3
 from tenacity import RetryCallState, Retrying, retry_if_exception_type, stop_after_attempt
 
+from workbench.llm import deadline
 from workbench.llm.endpoints import EndpointRefused
 from workbench.telemetry.logs import redact
+
+if TYPE_CHECKING:
+    from workbench.llm.structured import FormatMemory
 
 log = logging.getLogger(__name__)
 
@@ -44,14 +48,22 @@ def messages_string(system: str, user: str) -> str:
     )
 
 
+#: the output-token bound of a call whose answer's size is not known (``_predict``)
+DEFAULT_MAX_OUTPUT = 1024
+#: added to the bound of a reasoning model, whose hidden reasoning counts as output
+REASONING_ALLOWANCE = 4096
+
+
 @dataclass(frozen=True)
 class ChatRequest:
     """One prompt; ``response_format`` is the json_schema dict of docs/algorithms.md ("Calling the
-    model"), None for the fallback."""
+    model"), None for the fallback. ``max_output`` bounds the answer's tokens (the provider
+    sends it unless the model's options set their own bound; ``structured.answer_bound``)."""
 
     system: str
     user: str
     response_format: dict[str, Any] | None = None
+    max_output: int = DEFAULT_MAX_OUTPUT
 
 
 @dataclass(frozen=True)
@@ -67,6 +79,12 @@ class ChatResult:
     input_tokens: int
     output_tokens: int
     tokens_estimated: bool = False
+    cut_off: bool = False  # the answer stopped at its output bound (finish_reason "length")
+
+    def why_unusable(self, reason: str) -> str:
+        """``reason`` for an unusable answer, saying so when the bound cut it off."""
+        return reason + (" (the answer was cut off at its output-token bound)"
+                         if self.cut_off else "")
 
 
 class LLMError(Exception):
@@ -116,6 +134,8 @@ class ChatModel(Protocol):
     """What the judgment job calls. Implementations are safe to share between threads."""
 
     model_id: str
+    #: what structured output its server accepts (``llm.structured``); None: not remembered
+    formats: FormatMemory | None
 
     def chat(self, request: ChatRequest) -> ChatResult: ...
 
@@ -179,7 +199,8 @@ def call_with_retries(
     sleep: Callable[[float], None] = time.sleep,
 ) -> T:
     """Run ``attempt`` until it returns, raises LLMError, or ``max_retries`` retries are spent
-    (a tenacity ``Retrying``: only ``Transient`` is retried, after ``policy.delay``)."""
+    (a tenacity ``Retrying``: only ``Transient`` is retried, after ``policy.delay``). Under a
+    request's deadline (``llm.deadline``) no attempt starts once it has passed."""
     tries = max_retries + 1
 
     def transient(state: RetryCallState) -> Transient:
@@ -200,12 +221,19 @@ def call_with_retries(
             state.next_action.sleep,
         )
 
+    def checked() -> T:
+        deadline.check(model_id)  # a request out of time (or hung up) makes no more calls
+        value = attempt()
+        deadline.answered()
+        return value
+
     retrying = Retrying(
         retry=retry_if_exception_type(Transient), stop=stop_after_attempt(tries), wait=wait,
-        before_sleep=warn, sleep=lambda seconds: sleep(float(seconds)), reraise=True,
+        before_sleep=warn, reraise=True,
+        sleep=lambda seconds: sleep(min(float(seconds), deadline.bounded(float(seconds)))),
     )
     try:
-        return retrying(attempt)
+        return retrying(checked)
     except Transient as exc:
         raise LLMError(
             model_id,
@@ -285,6 +313,7 @@ def post_json(
     """POST a JSON body once; transport failures become Transient (or LLMError when retrying
     cannot help), described by ``where``, a credential-free name of the endpoint."""
     all_headers = {"Content-Type": "application/json", "Accept": "application/json", **headers}
+    timeout = deadline.bounded(timeout)
     try:
         response = pool.request(
             "POST",

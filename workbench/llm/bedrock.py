@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import threading
+from dataclasses import replace
 from typing import Any
 
 from workbench.config import Config
@@ -26,6 +27,7 @@ from workbench.llm.base import (
 )
 from workbench.llm.pricing import Pricing
 from workbench.llm.rate_limit import RateLimiter, guarded
+from workbench.llm.structured import FormatMemory
 
 # Error codes worth another attempt; everything else from the service is final.
 RETRYABLE_CODES = frozenset({
@@ -50,6 +52,7 @@ class BedrockChatModel:
 
     pricing: Pricing | None = None  # set by the registry from the model's spec
     limiter: RateLimiter | None = None  # set by the registry when the spec has a rateLimit
+    formats: FormatMemory | None = None  # set by the registry: the structured output it accepts
 
     def __init__(
         self,
@@ -99,8 +102,8 @@ class BedrockChatModel:
             "system": [{"text": request.system}],
             "messages": [{"role": "user", "content": [{"text": request.user}]}],
         }
-        if self.inference:
-            kwargs["inferenceConfig"] = dict(self.inference)
+        # Every call is bounded, unless the model's options set their own maxTokens.
+        kwargs["inferenceConfig"] = {"maxTokens": request.max_output, **self.inference}
         tool_name = None
         if request.response_format is not None:
             try:
@@ -132,6 +135,8 @@ class BedrockChatModel:
         result = result_with_usage(
             request, text, usage.get("inputTokens"), usage.get("outputTokens")
         )
+        if response.get("stopReason") == "max_tokens":
+            result = replace(result, cut_off=True)
         if self.limiter is not None:
             self.limiter.settle(result.input_tokens + result.output_tokens - reserved)
         return result

@@ -32,6 +32,7 @@ from workbench.llm.base import (
     scrub,
     unshown,
 )
+from workbench.llm.structured import FormatMemory
 from workbench.store.upstream import tls_options
 
 EMPTY_RESULT = (
@@ -108,6 +109,8 @@ class MLCommonsModel:
     Token usage is the connector's OpenAI-style ``usage`` when its raw answer carries one,
     otherwise the characters / 4 estimate (``tokens_estimated``).
     """
+
+    formats: FormatMemory | None = None  # set by ``registry.resolve``
 
     def __init__(
         self, model_id: str, config: Config, *, retry: RetryPolicy = DEFAULT_RETRY

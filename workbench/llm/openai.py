@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 import urllib3
@@ -12,6 +13,7 @@ from workbench.config import Config, redact_url
 from workbench.llm.base import (
     DEFAULT_RETRY,
     OPENAI_ERROR,
+    REASONING_ALLOWANCE,
     ChatRequest,
     ChatResult,
     LLMError,
@@ -27,6 +29,7 @@ from workbench.llm.base import (
 from workbench.llm.endpoints import EndpointPolicy, guarded_pool
 from workbench.llm.pricing import Pricing
 from workbench.llm.rate_limit import RateLimiter, guarded
+from workbench.llm.structured import FormatMemory
 
 
 class OpenAIChatModel:
@@ -42,6 +45,7 @@ class OpenAIChatModel:
 
     pricing: Pricing | None = None  # set by the registry from the model's spec
     limiter: RateLimiter | None = None  # set by the registry when the spec has a rateLimit
+    formats: FormatMemory | None = None  # set by the registry: the structured output it accepts
 
     def __init__(
         self,
@@ -58,8 +62,10 @@ class OpenAIChatModel:
         send_model: bool = True,
         body_options: Mapping[str, Any] | None = None,
         policy: EndpointPolicy | None = None,
+        reasoning: bool = False,
     ) -> None:
         self.model_id = model_id
+        self.reasoning = reasoning
         self.model = model
         self.api_key_env = api_key_env
         self._stored_key = api_key
@@ -106,6 +112,13 @@ class OpenAIChatModel:
             {"role": "user", "content": request.user},
         ]
         payload.update(self.body_options)
+        if "max_tokens" not in payload and "max_completion_tokens" not in payload:
+            # Every call is bounded; reasoning models count their hidden reasoning as output
+            # and take only max_completion_tokens.
+            if self.reasoning:
+                payload["max_completion_tokens"] = request.max_output + REASONING_ALLOWANCE
+            else:
+                payload["max_tokens"] = request.max_output
         if request.response_format is not None:
             payload["response_format"] = request.response_format
 
@@ -125,6 +138,9 @@ class OpenAIChatModel:
         result = result_with_usage(
             request, text, usage.get("prompt_tokens"), usage.get("completion_tokens")
         )
+        choice = data["choices"][0]
+        if isinstance(choice, dict) and choice.get("finish_reason") == "length":
+            result = replace(result, cut_off=True)
         if self.limiter is not None:
             self.limiter.settle(result.input_tokens + result.output_tokens - reserved)
         return result

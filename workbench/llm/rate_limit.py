@@ -17,6 +17,7 @@ every process until that time. Every attempt of a retried call is a request of i
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
 from collections.abc import Callable
@@ -97,8 +98,10 @@ return tostring(until_ - now)
 
 
 @cache
+@functools.cache
 def shared_redis(url: str) -> redis.Redis:
-    """One client (and connection pool) per Redis URL in this process."""
+    """One client (and connection pool) per Redis URL in this process (redis-py's pool opens
+    new connections in a forked child, so a client made before a fork stays usable)."""
     return redis.Redis.from_url(url, socket_timeout=5, socket_connect_timeout=5)
 
 

@@ -22,7 +22,8 @@ from workbench.llm.mlcommons import MLCommonsModel
 from workbench.llm.openai import OpenAIChatModel
 from workbench.llm.pricing import Pricing
 from workbench.llm.rate_limit import Limits, RateLimiter, shared_redis
-from workbench.llm.spec import ModelSpec, SpecError, parse_spec
+from workbench.llm.spec import ModelSpec, SpecError, is_reasoning_model, parse_spec
+from workbench.llm.structured import FormatMemory
 
 log = logging.getLogger(__name__)
 
@@ -121,7 +122,23 @@ def load_registry(config: Config, runtime: RuntimeModels | None = None) -> Regis
 
 def resolve(model_id: str, config: Config, registry: Registry) -> ChatModel:
     """The registered model with this id, else the cluster's ML Commons model of that id."""
-    return registry.get(model_id) or MLCommonsModel(model_id, config)
+    model = registry.get(model_id)
+    if model is None:
+        ml_model = MLCommonsModel(model_id, config)
+        ml_model.formats = format_memory(config, model_id, "ml-commons")
+        model = ml_model
+    return model
+
+
+def place_of(spec: ModelSpec) -> str:
+    """Where and what a model calls: what it accepts is remembered per place."""
+    return " ".join((spec.provider, spec.chat_url() if spec.endpoint else spec.region or "",
+                     spec.wire_model))
+
+
+def format_memory(config: Config, model_id: str, place: str) -> FormatMemory:
+    """What structured output the model at ``place`` accepts (``llm.structured``)."""
+    return FormatMemory(shared_redis(config.redis_url), model_id, place)
 
 
 def ml_models_search_response(registry: Registry, with_runtime: bool = False) -> dict[str, Any]:
@@ -167,8 +184,9 @@ def build_model(spec: ModelSpec, config: Config, api_key: str | None = None,
                                 config, url=spec.chat_url(), api_key=api_key,
                                 key_header="api-key" if azure else "bearer",
                                 send_model=not azure, body_options=spec.body_options(),
-                                policy=policy)
+                                policy=policy, reasoning=is_reasoning_model(spec.wire_model))
     model.pricing = Pricing.of(spec.pricing)
+    model.formats = format_memory(config, spec.id, place_of(spec))
     limits = Limits(spec.rate_limit.get("requestsPerMinute"),
                     spec.rate_limit.get("tokensPerMinute"))
     if limits:

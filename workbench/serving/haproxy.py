@@ -121,7 +121,8 @@ def context(config: Config, api_port: int, prefixes: tuple[str, ...],
         "lend": bool(config.anonymous_as_service and config.opensearch_authorization),
         "max_body": config.max_request_bytes,
         "cluster_timeout_ms": max(1, round(config.opensearch_timeout * 1000)),
-        "api_timeout": int(config.opensearch_timeout) + 30,
+        # above every deadline of the app, so the app's own 504 always comes first
+        "api_timeout": int(max(config.opensearch_timeout, config.sync_deadline)) + 30,
         "api_port": api_port,
         "errors": errors,
     }

@@ -2,7 +2,7 @@
 
 import pytest
 
-from workbench.judges.ratings import ParseFailure, parse_ratings
+from workbench.judges.ratings import ParseFailure, parse_ratings, read_ratings
 from workbench.judgments.llm.prompt import RELEVANT_IRRELEVANT, SCORE0_1
 
 IDS = {"B01", "B02", "B03"}
@@ -112,12 +112,38 @@ def test_the_last_rating_of_a_repeated_id_wins() -> None:
 # --- SCORE0_1 values ----------------------------------------------------------------------------
 
 @pytest.mark.parametrize("raw, stored", [
-    ("1", "1.0"), ("0", "0.0"), ("0.85", "0.85"), ("1e-5", "1.0E-5"), ("1E+2", "100.0"),
-    ("0.001", "0.001"), ("0.0001", "1.0E-4"), ("12345678.9", "1.23456789E7"), ("-0.5", "-0.5"),
-    ("1.50", "1.5"), ("7", "7.0"),  # no range check (docs/algorithms.md, "Parsing")
+    ("1", "1.0"), ("0", "0.0"), ("0.85", "0.85"), ("1e-5", "1.0E-5"), ("1E-0", "1.0"),
+    ("0.001", "0.001"), ("0.0001", "1.0E-4"), ("-0.0", "-0.0"), ("1.00", "1.0"),
 ])
 def test_numbers_are_stored_as_java_double_strings(raw, stored) -> None:
     assert score(f'[{{"id": "i::B01", "rating_score": {raw}}}]') == {"B01": stored}
+
+
+@pytest.mark.parametrize("raw, reason", [
+    ("7", "rating_score 7 is outside the scale 0 to 1"),
+    ("1E+2", "rating_score 100.0 is outside the scale 0 to 1"),
+    ("-0.5", "rating_score -0.5 is outside the scale 0 to 1"),
+    ("1.0000001", "rating_score 1.0000001 is outside the scale 0 to 1"),
+    ('"0.5"', 'rating_score "0.5" is not a number'),
+    ("NaN", "rating_score NaN is not a number"),
+    ("1e999", "rating_score Infinity is not a finite number"),
+    ("null", "rating_score null is not a number"),
+])
+def test_a_score_off_the_scale_is_refused_with_its_reason(raw, reason) -> None:
+    """Not the plugin's way (it stores any number): a rating off the scale would be stored
+    as a grade no metric expects, so it is a failure of that document (docs/algorithms.md,
+    "Parsing")."""
+    text = f'[{{"id": "i::B01", "rating_score": {raw}}}, {{"id": "i::B02", "rating_score": 1}}]'
+    assert read_ratings(text, SCORE0_1, IDS) == ({"B02": "1.0"}, {"B01": reason})
+
+
+def test_a_usable_rating_wins_over_a_refused_one_for_the_same_document() -> None:
+    text = ('[{"id": "i::B01", "rating_score": 3}, {"id": "i::B01", "rating_score": 0.5},'
+            ' {"id": "i::B01", "rating_score": 9}]')
+    assert read_ratings(text, SCORE0_1, IDS) == ({"B01": "0.5"}, {})
+    assert read_ratings('[{"id": "B02", "rating_score": "MAYBE"}]', RELEVANT_IRRELEVANT,
+                        IDS) == ({}, {"B02": 'rating_score "MAYBE" is neither RELEVANT nor '
+                                          "IRRELEVANT"})
 
 
 @pytest.mark.parametrize("raw", ['"0.5"', '"1"', "true", "false", "null", "NaN", "Infinity",

@@ -112,8 +112,38 @@ def test_openai_call_sends_chat_completion_and_returns_text(
         "model": "gpt-4o-mini",
         "messages": [{"role": "system", "content": SYSTEM}, {"role": "user", "content": USER}],
         "temperature": 0,
+        "max_tokens": 1024,  # every call is bounded; 1024 when the caller gives no bound
         "response_format": SCORE_FORMAT,
     }
+
+
+@pytest.mark.parametrize(("model", "options", "bound"), [
+    ("gpt-4o-mini", None, {"max_tokens": 300}),
+    # a reasoning model's hidden reasoning counts as output; it takes only this name
+    ("o4-mini", {}, {"max_completion_tokens": 300 + 4096}),
+    # the model's own options win
+    ("gpt-4o-mini", {"temperature": 0, "max_tokens": 50}, {"max_tokens": 50}),
+    ("o4-mini", {"max_completion_tokens": 9000}, {"max_completion_tokens": 9000}),
+])
+def test_every_openai_call_carries_an_output_bound(llm: LLMServer, model: str,
+                                                   options: dict[str, Any] | None,
+                                                   bound: dict[str, int]) -> None:
+    chat = OpenAIChatModel("gpt", llm.openai_base_url, model, None, config(), retry=FAST,
+                           body_options=options, reasoning=model.startswith("o"))
+    chat.chat(ChatRequest(SYSTEM, USER, None, 300))
+    [sent] = llm.requests
+    assert {k: v for k, v in sent.body.items() if "max" in k} == bound
+
+
+def test_an_answer_stopped_by_its_bound_says_so(llm: LLMServer) -> None:
+    llm.reply_json({"id": "c", "object": "chat.completion", "choices": [{
+        "index": 0, "finish_reason": "length",
+        "message": {"role": "assistant", "content": '{"ratings": [{"id": "products::B0'}}],
+        "usage": {"prompt_tokens": 10, "completion_tokens": 300, "total_tokens": 310}})
+    result = openai_model(llm, key_env=None).chat(request())
+    assert result.cut_off is True
+    assert result.why_unusable("no JSON") == (
+        "no JSON (the answer was cut off at its output-token bound)")
 
 
 def test_openai_usage_is_the_reported_one(llm: LLMServer) -> None:
@@ -443,7 +473,7 @@ def converse_params(response_format: dict[str, Any] | None) -> dict[str, Any]:
         "modelId": "anthropic.claude-3-haiku",
         "system": [{"text": SYSTEM}],
         "messages": [{"role": "user", "content": [{"text": USER}]}],
-        "inferenceConfig": {"temperature": 0},
+        "inferenceConfig": {"maxTokens": 1024, "temperature": 0},
     }
     if response_format:
         params["toolConfig"] = {

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from workbench.llm.base import FormatRefused, LLMError, Transient, check_status, refuses_format
-from workbench.llm.structured import Steps, ladder, mode
+from workbench.llm.structured import Steps, constrained, ladder, mode
 
 SCHEMA = {"type": "object", "properties": {"ratings": {"type": "array"}}}
 JSON_SCHEMA = {"type": "json_schema", "json_schema": {"name": "r", "strict": True,
@@ -71,3 +71,20 @@ def test_steps_go_down_one_rung_after_a_refusal_and_to_plain_otherwise() -> None
         asked.append(mode(form))
         steps.to_plain()  # an unusable answer or an outage: plain, once
     assert asked == ["json_schema", "plain"]
+
+
+def test_the_json_object_rung_allows_only_the_calls_ids_each_once() -> None:
+    item = {"type": "object", "properties": {"id": {"type": "string"},
+                                             "rating_score": {"type": "number"}}}
+    schema = {"type": "object", "properties": {"ratings": {"type": "array", "items": item}}}
+    full = {"type": "json_schema", "json_schema": {"name": "r", "schema": schema}}
+    top, middle, plain = ladder(full, ["i::a", "i::b"])
+    assert top is full and plain is None  # the plugin's own schema is never changed
+    assert middle == {"type": "json_object", "schema": {"type": "object", "properties": {
+        "ratings": {"type": "array", "minItems": 2, "maxItems": 2, "items": {
+            "type": "object", "properties": {
+                "id": {"type": "string", "enum": ["i::a", "i::b"]},
+                "rating_score": {"type": "number"}}}}}}}
+    assert item["properties"]["id"] == {"type": "string"}  # the original is left as it was
+    assert constrained(schema, []) is schema  # no ids: nothing to limit
+    assert constrained(SCHEMA, ["a"]) is SCHEMA  # no id field: nothing to limit

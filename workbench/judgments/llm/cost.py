@@ -42,8 +42,8 @@ def prompt_tokens(system: str, user: str) -> int:
     return count_tokens(system) + count_tokens(user) + _role_tokens() + REPLY_PRIMING
 
 
-def answer_tokens(hit_ids: Sequence[str], rating_type: str, rationale: bool) -> int:
-    """Expected output tokens of the structured answer rating ``hit_ids``."""
+def sample_answer(hit_ids: Sequence[str], rating_type: str, rationale: bool) -> str:
+    """The structured answer rating ``hit_ids`` with a typical score (and rationale)."""
     score = _SAMPLE_SCORE.get(rating_type, 0.5)
     items = []
     for hit_id in hit_ids:
@@ -51,7 +51,12 @@ def answer_tokens(hit_ids: Sequence[str], rating_type: str, rationale: bool) -> 
         if rationale:
             item["rationale"] = _RATIONALE
         items.append(item)
-    return count_tokens(json.dumps({"ratings": items}, ensure_ascii=False))
+    return json.dumps({"ratings": items}, ensure_ascii=False)
+
+
+def answer_tokens(hit_ids: Sequence[str], rating_type: str, rationale: bool) -> int:
+    """Expected output tokens of the structured answer rating ``hit_ids``."""
+    return count_tokens(sample_answer(hit_ids, rating_type, rationale))
 
 
 @dataclass(frozen=True)

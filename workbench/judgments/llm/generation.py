@@ -103,7 +103,7 @@ def retry_failed(svc: Services, judgment_id: str, doc: dict[str, Any],
         entry["ratings"] = list(entry.get("ratings") or []) + rating_entries(target, outcome)
         budget_reason = judge.budget.reason if judge.budget is not None else None
         still = failure_list([d for d, _ in target.hits if d not in rated], outcome.unpaid,
-                             budget_reason)
+                             budget_reason, outcome.reasons)
         if still:
             entry["failures"] = still
         else:

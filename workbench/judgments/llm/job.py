@@ -23,7 +23,7 @@ from workbench.judgments.retrieval import Target, load, retrieve
 from workbench.llm.base import ChatModel, ChatRequest, FormatRefused, LLMError
 from workbench.llm.pricing import Pricing, pricing_of
 from workbench.llm.registry import resolve
-from workbench.llm.structured import Steps
+from workbench.llm.structured import Steps, answer_bound
 from workbench.querysets.entries import QueryEntry, read_entries
 from workbench.services import Services
 from workbench.store.identity import carry
@@ -57,6 +57,7 @@ class Outcome:
     chunks: int = 0
     failed_chunks: int = 0
     unpaid: list[str] = field(default_factory=list)  # docIds left unrated by the budget
+    reasons: dict[str, str] = field(default_factory=dict)  # docId -> why the model left it
 
 
 @dataclass
@@ -100,7 +101,20 @@ class JobUsage:
                    int(value.get("reusedRatings", 0)), int(value.get("latencyMs", 0)))
 
 
-ChunkAnswer = tuple[dict[str, str], dict[str, str], str | None, JobUsage]
+@dataclass
+class ChunkAnswer:
+    """One chunk's ratings (and rationales), or the ``error`` that failed it; ``refused`` says
+    why the answer's rating of a document was not usable (``ratings.read_ratings``)."""
+
+    ratings: dict[str, str]
+    rationales: dict[str, str]
+    error: str | None
+    usage: JobUsage
+    refused: dict[str, str] = field(default_factory=dict)
+
+
+#: the reason of a document the model's answer did not rate
+NOT_RATED = "the model did not rate this document"
 # The error of a chunk the budget did not let start (its documents stay unrated).
 BUDGET_STOP = "\x00budget"
 
@@ -242,7 +256,7 @@ class LlmRater:
                     answer = future.result()
                     if answer is None or self.cancelled():
                         raise self._cancel(futures)
-                    self.usage.add(answer[3])
+                    self.usage.add(answer.usage)
                     cache.add(self.record(outcomes[number], targets[number].entry, answer,
                                           chunk_ids[future]))
                     waiting[number] -= 1
@@ -256,17 +270,20 @@ class LlmRater:
                doc_ids: list[str]) -> dict[CacheKey, dict[str, Any]]:
         """Fold one chunk's answer (for ``doc_ids``) into its query's outcome; returns the
         judgment cache entries to write for it."""
-        ratings, rationales, error, _ = answer
-        if error is None:
-            outcome.ratings.update(ratings)
-            outcome.rationales.update(rationales)
-            return {self.key(entry, d): {"rating": r, "rationale": rationales.get(d)}
-                    for d, r in ratings.items()}
-        if error == BUDGET_STOP:
+        if answer.error is None:
+            outcome.ratings.update(answer.ratings)
+            outcome.rationales.update(answer.rationales)
+            for doc_id in doc_ids:
+                if doc_id not in answer.ratings:
+                    outcome.reasons[doc_id] = answer.refused.get(doc_id, NOT_RATED)
+            return {self.key(entry, d): {"rating": r, "rationale": answer.rationales.get(d)}
+                    for d, r in answer.ratings.items()}
+        if answer.error == BUDGET_STOP:
             outcome.unpaid.extend(doc_ids)
         else:
-            outcome.errors.append(error)
+            outcome.errors.append(answer.error)
             outcome.failed_chunks += 1
+            outcome.reasons.update(dict.fromkeys(doc_ids, answer.error))
         return {}
 
     def _cancel(self, futures: dict[Future[ChunkAnswer | None], int]) -> Exception:
@@ -292,44 +309,55 @@ class LlmRater:
         error = ""
         structured = (response_format_with_rationale(self.rating_type) if self.rationale
                       else prompt.response_format(self.rating_type))
-        steps = Steps(structured)
-        for response_format in steps:
-            if self.cancelled():
-                return None
-            held = None
-            if self.budget is not None:
-                held = self.budget.reserve(*expected)
-                if held is None:
-                    return {}, {}, BUDGET_STOP, usage
-            started = time.monotonic()
-            try:
-                result = self.model.chat(ChatRequest(self.system, user, response_format))
-            except LLMError as exc:
+        bound = answer_bound(cost.sample_answer([c for c, _ in chunk], self.rating_type,
+                                                self.rationale))
+        with Steps(structured, self.model.formats, [composite for composite, _ in chunk],
+                   self.svc.config.llm_timeout, self.cancelled) as steps:
+            for response_format in steps:
+                if self.cancelled():
+                    return None
+                held = None
+                if self.budget is not None:
+                    held = self.budget.reserve(*expected)
+                    if held is None:
+                        return ChunkAnswer({}, {}, BUDGET_STOP, usage)
+                started = time.monotonic()
+                try:
+                    result = self.model.chat(ChatRequest(self.system, user, response_format,
+                                                         bound))
+                except LLMError as exc:
+                    usage.latency_ms += round((time.monotonic() - started) * 1000)
+                    self._settle(held)  # a failed call reports (and is billed) nothing
+                    error = str(exc)
+                    usage.llm_calls += 1
+                    if isinstance(exc, FormatRefused):
+                        steps.refused(response_format)
+                    else:
+                        steps.to_plain()
+                    continue
+                steps.accepted(response_format)
                 usage.latency_ms += round((time.monotonic() - started) * 1000)
-                self._settle(held)  # a failed call reports (and is billed) nothing
-                error = str(exc)
+                self._settle(held, result.input_tokens, result.output_tokens)
                 usage.llm_calls += 1
-                if not isinstance(exc, FormatRefused):
+                usage.input_tokens += result.input_tokens
+                usage.output_tokens += result.output_tokens
+                try:
+                    ratings, refused = parse.read_ratings(result.text, self.rating_type,
+                                                          allowed)
+                except parse.ParseFailure as exc:
+                    error = result.why_unusable(
+                        f"could not read the answer of model {self.model_id}: {exc}")
                     steps.to_plain()
-                continue
-            usage.latency_ms += round((time.monotonic() - started) * 1000)
-            self._settle(held, result.input_tokens, result.output_tokens)
-            usage.llm_calls += 1
-            usage.input_tokens += result.input_tokens
-            usage.output_tokens += result.output_tokens
-            try:
-                ratings = parse.parse_ratings(result.text, self.rating_type, allowed)
-            except parse.ParseFailure as exc:
-                error = f"could not read the answer of model {self.model_id}: {exc}"
+                    continue
+                if ratings:
+                    rationales = (parse.parse_rationales(result.text, set(ratings))
+                                  if self.rationale else {})
+                    return ChunkAnswer(ratings, rationales, None, usage, refused)
+                error = result.why_unusable(
+                    f"model {self.model_id} returned no usable ratings"
+                    + (f" ({next(iter(refused.values()))})" if refused else ""))
                 steps.to_plain()
-                continue
-            if ratings:
-                rationales = (parse.parse_rationales(result.text, set(ratings))
-                              if self.rationale else {})
-                return ratings, rationales, None, usage
-            error = f"model {self.model_id} returned no usable ratings"
-            steps.to_plain()
-        return {}, {}, error, usage
+        return ChunkAnswer({}, {}, error, usage)
 
 
 def _existing_ratings(svc: Services, ids: list[str]) -> list[dict[str, dict[str, str]]]:
@@ -356,12 +384,16 @@ def rating_entries(target: Target, outcome: Outcome) -> list[dict[str, Any]]:
     return out
 
 
-def failure_list(missing: Iterable[str], unpaid: Iterable[str],
-                 budget_reason: str | None) -> list[dict[str, str]]:
-    """``failures`` of one query: documents the budget left unrated carry its reason."""
+def failure_list(missing: Iterable[str], unpaid: Iterable[str], budget_reason: str | None,
+                 reasons: dict[str, str]) -> list[dict[str, str]]:
+    """``failures`` of one query, each with its reason: the budget's for documents it left
+    unrated, else why the model left it (``Outcome.reasons``)."""
     left = set(unpaid)
-    return [{"docId": d, "reason": budget_reason} if d in left and budget_reason
-            else {"docId": d} for d in missing]
+    out = []
+    for doc_id in missing:
+        reason = budget_reason if doc_id in left and budget_reason else reasons.get(doc_id)
+        out.append({"docId": doc_id, "reason": reason} if reason else {"docId": doc_id})
+    return out
 
 
 def assemble(targets: list[Target], outcomes: list[Outcome], budget_reason: str | None = None,
@@ -381,7 +413,8 @@ def assemble(targets: list[Target], outcomes: list[Outcome], budget_reason: str 
                                  "ratings": rating_entries(target, outcome)}
         missing = [d for d in outcome.sent if d not in outcome.ratings]
         if missing:
-            entry["failures"] = failure_list(missing, outcome.unpaid, budget_reason)
+            entry["failures"] = failure_list(missing, outcome.unpaid, budget_reason,
+                                             outcome.reasons)
         entries.append(entry)
     return entries, failed, reason
 

@@ -66,6 +66,7 @@ def rate(svc: Services, judgment_id: str, judge: LlmRater, targets: list[Target]
         outcome.chunks = result["chunks"]
         outcome.failed_chunks = result["failedChunks"]
         outcome.unpaid = result["unpaid"]
+        outcome.reasons = result.get("reasons") or {}  # absent from an older worker's units
         judge.usage.add(JobUsage(**result["usage"]))
     return outcomes
 
@@ -95,12 +96,13 @@ class LlmUnits:
         for chunk in chunks:
             answer = self.judge._chunk(entry, chunk)
             assert answer is not None  # only a job's own control cancels a call
-            usage.add(answer[3])
+            usage.add(answer.usage)
             self.cache.add(self.judge.record(outcome, entry, answer,
                                              [c.split("::", 1)[1] for c, _ in chunk]))
         return {"ratings": outcome.ratings, "rationales": outcome.rationales,
                 "errors": outcome.errors, "chunks": len(chunks),
                 "failedChunks": outcome.failed_chunks, "unpaid": outcome.unpaid,
+                "reasons": outcome.reasons,
                 "usage": {"input_tokens": usage.input_tokens,
                           "output_tokens": usage.output_tokens, "llm_calls": usage.llm_calls,
                           "latency_ms": usage.latency_ms},
