@@ -105,6 +105,8 @@ def test_estimate_then_run(api: Api, worker: Worker, data: dict[str, Any], llm: 
     assert before["totalTokens"] == before["inputTokens"] + before["outputTokens"]
     assert before["cost"] == pytest.approx(cost(before["inputTokens"], before["outputTokens"]))
     assert llm.calls == 0  # the estimate calls no model
+    # The stand-in, like OpenAI, has no tokenize endpoint (the three dialects were asked).
+    assert before["tokenizer"] == "cl100k_base (OpenAI's; the model's server does not count tokens)"
 
     done = run(api, payload)
     assert done["status"] == "COMPLETED", done["metadata"]

@@ -202,9 +202,14 @@ def test_falls_back_down_the_structured_output_ladder(api: Api, worker: Worker,
         constrained = stepped.response_format["schema"]
         ratings = constrained["properties"]["ratings"]
         assert ratings.pop("minItems") == ratings.pop("maxItems") == len(ids) > 0
-        assert ratings["items"]["properties"].pop("id") == {"type": "string", "enum": ids}
+        properties = ratings["items"]["properties"]
+        assert properties.pop("id") == {"type": "string", "enum": ids}
+        # scores a grammar can keep to: 0 to 1 in tenths (judgments/llm/prompt.py)
+        assert properties.pop("rating_score") == {
+            "type": "number", "enum": [0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0]}
         expected = json.loads(json.dumps(schema))
         del expected["properties"]["ratings"]["items"]["properties"]["id"]
+        del expected["properties"]["ratings"]["items"]["properties"]["rating_score"]
         assert constrained == expected
     assert done["metadata"]["usage"]["llmCalls"] == 5
 

@@ -109,6 +109,7 @@ class LLMServer:
         self._latency = 0.0
         self._azure: dict[str, tuple[str, str]] = {}
         self._refused: set[str] = set()
+        self.others: list[RecordedRequest] = []  # requests to paths that are not model calls
         self._server: ThreadingHTTPServer | None = None
 
     # --- life cycle ----------------------------------------------------------------------------
@@ -266,6 +267,7 @@ class LLMServer:
             self._calls = 0
             self._latency = 0.0
             self._refused.clear()
+            self.others.clear()
 
     # --- request handling ----------------------------------------------------------------------
 
@@ -291,9 +293,9 @@ class LLMServer:
             body=body,
             kind=kind,
         )
-        if kind == "other":
+        if kind == "other":  # e.g. a tokenize endpoint: this server has none, as OpenAI
             with self._lock:
-                self._requests.append(record)
+                self.others.append(record)
             return 404, {}, {"error": f"no handler found for uri [{path}] and method [POST]"}
         if azure:
             refusal = self._azure_refusal(azure.group("deployment"), query, headers)

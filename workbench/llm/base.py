@@ -26,6 +26,7 @@ from workbench.telemetry.logs import redact
 
 if TYPE_CHECKING:
     from workbench.llm.structured import FormatMemory
+    from workbench.llm.tokens import ServerTokens
 
 log = logging.getLogger(__name__)
 
@@ -136,6 +137,8 @@ class ChatModel(Protocol):
     model_id: str
     #: what structured output its server accepts (``llm.structured``); None: not remembered
     formats: FormatMemory | None
+    #: its server's own tokenizer (``llm.tokens``); None: the provider has none to ask
+    tokens: ServerTokens | None
 
     def chat(self, request: ChatRequest) -> ChatResult: ...
 

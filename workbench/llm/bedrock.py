@@ -28,6 +28,7 @@ from workbench.llm.base import (
 from workbench.llm.pricing import Pricing
 from workbench.llm.rate_limit import RateLimiter, guarded
 from workbench.llm.structured import FormatMemory
+from workbench.llm.tokens import ServerTokens
 
 # Error codes worth another attempt; everything else from the service is final.
 RETRYABLE_CODES = frozenset({
@@ -53,6 +54,7 @@ class BedrockChatModel:
     pricing: Pricing | None = None  # set by the registry from the model's spec
     limiter: RateLimiter | None = None  # set by the registry when the spec has a rateLimit
     formats: FormatMemory | None = None  # set by the registry: the structured output it accepts
+    tokens: ServerTokens | None = None  # Bedrock has no tokenize call
 
     def __init__(
         self,

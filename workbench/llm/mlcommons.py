@@ -33,6 +33,7 @@ from workbench.llm.base import (
     unshown,
 )
 from workbench.llm.structured import FormatMemory
+from workbench.llm.tokens import ServerTokens
 from workbench.store.upstream import tls_options
 
 EMPTY_RESULT = (
@@ -111,6 +112,7 @@ class MLCommonsModel:
     """
 
     formats: FormatMemory | None = None  # set by ``registry.resolve``
+    tokens: ServerTokens | None = None  # no tokenize call of a connector's model is known
 
     def __init__(
         self, model_id: str, config: Config, *, retry: RetryPolicy = DEFAULT_RETRY

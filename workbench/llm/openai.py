@@ -30,6 +30,7 @@ from workbench.llm.endpoints import EndpointPolicy, guarded_pool
 from workbench.llm.pricing import Pricing
 from workbench.llm.rate_limit import RateLimiter, guarded
 from workbench.llm.structured import FormatMemory
+from workbench.llm.tokens import ServerTokens
 
 
 class OpenAIChatModel:
@@ -82,6 +83,8 @@ class OpenAIChatModel:
         size: dict[str, Any] = {"maxsize": max(4, config.llm_concurrency), "block": False}
         self._pool = (urllib3.PoolManager(**size) if policy is None
                       else guarded_pool(policy, **size))
+        self.tokens: ServerTokens | None = ServerTokens(self._pool, self.url, model,
+                                                       self._key_headers)
 
     def __repr__(self) -> str:  # never the key
         return f"OpenAIChatModel({self.model_id!r}, {self.where!r})"
@@ -99,13 +102,18 @@ class OpenAIChatModel:
             )
         return key
 
+    def _key_headers(self) -> dict[str, str]:
+        key = self._api_key()
+        if not key:
+            return {}
+        if self.key_header == "api-key":
+            return {"api-key": key}
+        return {"Authorization": f"Bearer {key}"}
+
     def chat(self, request: ChatRequest) -> ChatResult:
         """One chat completion, retried on 429/5xx/timeouts; LLMError on failure."""
         key = self._api_key()
-        headers: dict[str, str] = {}
-        if key:
-            headers = ({"api-key": key} if self.key_header == "api-key"
-                       else {"Authorization": f"Bearer {key}"})
+        headers = self._key_headers()
         payload: dict[str, Any] = {"model": self.model} if self.send_model else {}
         payload["messages"] = [
             {"role": "system", "content": request.system},

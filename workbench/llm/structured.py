@@ -26,7 +26,7 @@ import logging
 import math
 import time
 import uuid
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -62,22 +62,30 @@ def answer_bound(sample_answer: str) -> int:
     return max(MIN_ANSWER_TOKENS, 2 * math.ceil(len(sample_answer) / 4) + 64)
 
 
-def ladder(json_schema: dict[str, Any], ids: Sequence[str] = ()) -> list[Format]:
+Values = Mapping[str, Sequence[Any]]
+
+
+def ladder(json_schema: dict[str, Any], ids: Sequence[str] = (),
+           values: Values | None = None) -> list[Format]:
     """The formats to try for a ``{"type": "json_schema", "json_schema": {"schema": ...}}``
     request, best first; the last is None (no format). With ``ids`` (the hits a call rates),
-    the ``json_object`` rung's schema allows only those ids, each rating once."""
+    the ``json_object`` rung's schema allows only those ids, each rating once, and only
+    ``values`` for the rating's fields they name."""
     schema = (json_schema.get("json_schema") or {}).get("schema")
     rungs: list[Format] = [json_schema]
     if isinstance(schema, dict):
-        rungs.append({"type": "json_object", "schema": constrained(schema, ids)})
+        rungs.append({"type": "json_object", "schema": constrained(schema, ids, values)})
     rungs.append(None)
     return rungs
 
 
-def constrained(schema: dict[str, Any], ids: Sequence[str]) -> dict[str, Any]:
-    """``schema`` (``{"ratings": [{"id": ...}]}``) with ``id`` limited to ``ids`` and as many
-    ratings as ids. Only a grammar-constrained server sees it: the ``json_schema`` rung stays
-    the plugin's schema exactly."""
+def constrained(schema: dict[str, Any], ids: Sequence[str],
+                values: Values | None = None) -> dict[str, Any]:
+    """``schema`` (``{"ratings": [{"id": ...}]}``) with ``id`` limited to ``ids``, as many
+    ratings as ids, and each field named in ``values`` limited to those values (a grammar
+    made from a schema keeps to an ``enum``; llama.cpp's ignores ``minimum``/``maximum``). Only
+    a grammar-constrained server sees it: the ``json_schema`` rung stays the plugin's schema
+    exactly."""
     if not ids:
         return schema
     out = copy.deepcopy(schema)
@@ -86,6 +94,9 @@ def constrained(schema: dict[str, Any], ids: Sequence[str]) -> dict[str, Any]:
     if not isinstance(item, dict) or "id" not in item.get("properties", {}):
         return schema
     item["properties"]["id"] = {"type": "string", "enum": list(dict.fromkeys(ids))}
+    for name, allowed in (values or {}).items():
+        if name in item["properties"]:
+            item["properties"][name] = {**item["properties"][name], "enum": list(allowed)}
     ratings["minItems"] = ratings["maxItems"] = len(set(ids))
     return out
 
@@ -179,8 +190,9 @@ class Steps:
 
     def __init__(self, json_schema: dict[str, Any], memory: FormatMemory | None = None,
                  ids: Sequence[str] = (), wait: float = 0.0,
-                 stopped: Callable[[], bool] = lambda: False) -> None:
-        self.rungs = ladder(json_schema, ids)
+                 stopped: Callable[[], bool] = lambda: False, values: Values | None = None,
+                 ) -> None:
+        self.rungs = ladder(json_schema, ids, values)
         self._next = 0
         self._memory = memory
         self._known: str | None = None

@@ -86,5 +86,9 @@ def test_the_json_object_rung_allows_only_the_calls_ids_each_once() -> None:
                 "id": {"type": "string", "enum": ["i::a", "i::b"]},
                 "rating_score": {"type": "number"}}}}}}}
     assert item["properties"]["id"] == {"type": "string"}  # the original is left as it was
+    with_values = ladder(full, ["i::a"], {"rating_score": (0, 0.5, 1), "absent": (1,)})[1]
+    assert with_values is not None
+    assert with_values["schema"]["properties"]["ratings"]["items"]["properties"][
+        "rating_score"] == {"type": "number", "enum": [0, 0.5, 1]}  # "absent": no such field
     assert constrained(schema, []) is schema  # no ids: nothing to limit
     assert constrained(SCHEMA, ["a"]) is SCHEMA  # no id field: nothing to limit

@@ -3,9 +3,11 @@
 The judgment job and ``POST /judgments/_estimate`` count every call with these functions, so the
 estimate and the budget reserve the same figures:
 
-* **input**: cl100k_base tokens of the system and user messages plus OpenAI's per-message
-  overhead (3 tokens around each message and its role, 3 priming the reply), which is what
-  OpenAI reports as ``prompt_tokens`` for a chat prompt without tools;
+* **input**: tokens of the system and user messages plus OpenAI's per-message overhead (3
+  tokens around each message and its role, 3 priming the reply), which is what OpenAI reports
+  as ``prompt_tokens`` for a chat prompt without tools. Tokens are counted by the model
+  server's own tokenizer where it has one (``llm.tokens``; llama.cpp, vLLM), else with
+  cl100k_base, and the ``Tokenizer`` says which;
 * **output**: tokens of the structured answer the prompt asks for, written out for the chunk's
   ids with a typical score (``{"ratings": [{"id": "<index>::<docId>", "rating_score": 0.5},
   ...]}``) and, with ``includeRationale``, a sentence-long rationale per hit. A model that
@@ -16,13 +18,14 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
 from workbench.judgments.llm import prompt
 from workbench.judgments.llm.chunking import count_tokens
+from workbench.llm.base import ChatModel
 from workbench.llm.pricing import Pricing
 
 TOKENS_PER_MESSAGE = 3
@@ -37,9 +40,37 @@ def _role_tokens() -> int:
     return sum(TOKENS_PER_MESSAGE + count_tokens(role) for role in ("system", "user"))
 
 
-def prompt_tokens(system: str, user: str) -> int:
+@dataclass(frozen=True)
+class Tokenizer:
+    """How a judgment's tokens are counted: ``name`` as ``_estimate`` reports it."""
+
+    name: str
+    count: Callable[[str], int]
+
+
+CL100K = Tokenizer("cl100k_base (OpenAI's; the model's server does not count tokens)",
+                   count_tokens)
+
+
+def tokenizer_of(model: ChatModel) -> Tokenizer:
+    """The model server's own tokenizer when it has one (asked once per model client), else
+    cl100k_base. A count the server fails on is counted with cl100k_base."""
+    server = model.tokens
+    if server is None or server.count("ok") is None:
+        return CL100K
+
+    def count(text: str) -> int:
+        if not text:
+            return 0
+        counted = server.count(text)
+        return counted if counted is not None else count_tokens(text)
+
+    return Tokenizer(f"the model server's own ({server.name})", count)
+
+
+def prompt_tokens(system: str, user: str, count: Callable[[str], int] = count_tokens) -> int:
     """Input tokens of one call with this system and user message (OpenAI's accounting)."""
-    return count_tokens(system) + count_tokens(user) + _role_tokens() + REPLY_PRIMING
+    return count(system) + count(user) + _role_tokens() + REPLY_PRIMING
 
 
 def sample_answer(hit_ids: Sequence[str], rating_type: str, rationale: bool) -> str:
@@ -54,9 +85,10 @@ def sample_answer(hit_ids: Sequence[str], rating_type: str, rationale: bool) -> 
     return json.dumps({"ratings": items}, ensure_ascii=False)
 
 
-def answer_tokens(hit_ids: Sequence[str], rating_type: str, rationale: bool) -> int:
+def answer_tokens(hit_ids: Sequence[str], rating_type: str, rationale: bool,
+                  count: Callable[[str], int] = count_tokens) -> int:
     """Expected output tokens of the structured answer rating ``hit_ids``."""
-    return count_tokens(sample_answer(hit_ids, rating_type, rationale))
+    return count(sample_answer(hit_ids, rating_type, rationale))
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,8 @@
 It does what the job does before its first LLM call (``job.prepare``: searches, reuse of
 ``existingJudgments``, the judgment cache with ``overwriteCache`` honoured) and cuts the same
 prompts (``LlmRater.plan``), counting each call as the job's budget does (``LlmRater.call_tokens``).
-No model is called. The figures assume every call answers at the first try (no fallback call
+No model is called (a self-hosted server may be asked to count tokens: ``tokenizer`` says whose
+tokenizer counted). The figures assume every call answers at the first try (no fallback call
 without structured output); input tokens are exact for a provider that counts as OpenAI does,
 output tokens are the size of the structured answer for the hits asked about.
 """
@@ -47,5 +48,6 @@ def estimate(svc: Services, metadata: dict[str, Any]) -> dict[str, Any]:
         "outputTokens": output_tokens,
         "totalTokens": input_tokens + output_tokens,
         "cost": None if pricing is None else pricing.cost(input_tokens, output_tokens),
+        "tokenizer": judge.tokenizer.name,
     }
     return out

@@ -14,6 +14,7 @@ import time
 from collections.abc import Iterable
 from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 from workbench.jobs.control import JobControl
@@ -214,10 +215,18 @@ class LlmRater:
         return prompt.user_content(self.template, entry.query_text, entry.custom_fields,
                                    prompt.hits_json(chunk))
 
+    @cached_property
+    def tokenizer(self) -> cost.Tokenizer:
+        """How this judgment's calls are counted (the model server's tokenizer, if any);
+        found when first needed, as only budgets and ``_estimate`` count."""
+        return cost.tokenizer_of(self.model)
+
     def call_tokens(self, user: str, chunk: list[tuple[str, str]]) -> tuple[int, int]:
         """Counted input and estimated output tokens of one call for ``chunk``."""
-        return (cost.prompt_tokens(self.system, user),
-                cost.answer_tokens([c for c, _ in chunk], self.rating_type, self.rationale))
+        count = self.tokenizer.count
+        return (cost.prompt_tokens(self.system, user, count),
+                cost.answer_tokens([c for c, _ in chunk], self.rating_type, self.rationale,
+                                   count))
 
     def usage_metadata(self, usage: JobUsage | None = None) -> dict[str, Any]:
         return (usage or self.usage).as_metadata(self.pricing)
@@ -300,19 +309,24 @@ class LlmRater:
 
     def _chunk(self, entry: QueryEntry, chunk: list[tuple[str, str]]) -> ChunkAnswer | None:
         """One chunk down the structured-output ladder (``llm/structured.py``; docs/algorithms.md,
-        "Calling the model"); None when the job was cancelled before a call."""
+        "Calling the model"); None when the job was cancelled before a call. An answer whose
+        every rating was off the scale still answers the chunk when no later rung does
+        better: its documents become failures with the reason (for ``_retry``), not a failed
+        query."""
         usage = JobUsage()
         user = self.user_message(entry, chunk)
         # Counted only for a budget's reservation (tokenising is a large part of a call's CPU).
         expected = self.call_tokens(user, chunk) if self.budget is not None else (0, 0)
         allowed = {composite.split("::", 1)[1] for composite, _ in chunk}
         error = ""
+        off_scale: dict[str, str] = {}  # why the ratings of an answer were refused
         structured = (response_format_with_rationale(self.rating_type) if self.rationale
                       else prompt.response_format(self.rating_type))
         bound = answer_bound(cost.sample_answer([c for c, _ in chunk], self.rating_type,
                                                 self.rationale))
         with Steps(structured, self.model.formats, [composite for composite, _ in chunk],
-                   self.svc.config.llm_timeout, self.cancelled) as steps:
+                   self.svc.config.llm_timeout, self.cancelled,
+                   prompt.grammar_values(self.rating_type)) as steps:
             for response_format in steps:
                 if self.cancelled():
                     return None
@@ -353,10 +367,13 @@ class LlmRater:
                     rationales = (parse.parse_rationales(result.text, set(ratings))
                                   if self.rationale else {})
                     return ChunkAnswer(ratings, rationales, None, usage, refused)
+                off_scale = refused or off_scale
                 error = result.why_unusable(
                     f"model {self.model_id} returned no usable ratings"
                     + (f" ({next(iter(refused.values()))})" if refused else ""))
                 steps.to_plain()
+        if off_scale:
+            return ChunkAnswer({}, {}, None, usage, off_scale)
         return ChunkAnswer({}, {}, error, usage)
 
 

@@ -225,6 +225,18 @@ def user_content(
     return hits_json.join(user_content_parts(template, query_text, custom_fields))
 
 
+#: the scores a grammar-constrained server (the json_object rung) may write for SCORE0_1: its
+#: grammar keeps to an enum but not to a minimum and maximum, and a small model left free
+#: writes 2.5 or 4.8 on a 0-1 scale
+SCORE_STEPS = tuple(round(i / 10, 1) for i in range(11))
+
+
+def grammar_values(rating_type: str) -> dict[str, tuple[Any, ...]]:
+    """The values a grammar-constrained answer may give each rating field (``llm/structured``);
+    RELEVANT_IRRELEVANT's schema already lists its two."""
+    return {"rating_score": SCORE_STEPS} if rating_type == SCORE0_1 else {}
+
+
 def response_format(rating_type: str) -> dict[str, Any]:
     """The structured-output spec (docs/algorithms.md, "Calling the model").
 

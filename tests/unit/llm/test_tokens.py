@@ -1,0 +1,32 @@
+"""Where a model server's tokenizer is asked, and how its answers are read (``llm/tokens.py``)."""
+
+from __future__ import annotations
+
+import pytest
+
+from workbench.llm.tokens import DIALECTS, server_root
+
+
+@pytest.mark.parametrize(("chat_url", "root"), [
+    ("http://127.0.0.1:9600/v1/chat/completions", "http://127.0.0.1:9600"),
+    ("https://gpu.example/llm/v1/chat/completions", "https://gpu.example/llm"),
+    ("http://vllm:8000/chat/completions", "http://vllm:8000"),
+])
+def test_the_tokenize_paths_sit_beside_v1(chat_url: str, root: str) -> None:
+    assert server_root(chat_url) == root
+
+
+def test_each_dialects_body_and_answer() -> None:
+    (llama_py, _, llama_body, llama_read), (_, path, cpp_body, cpp_read), \
+        (_, vllm_path, vllm_body, vllm_read) = DIALECTS
+    assert llama_py.startswith("llama.cpp (Python server)")
+    assert llama_body("red shoes", "m") == {"input": "red shoes"}
+    assert llama_read({"count": 6}) == 6
+    assert path == vllm_path == "/tokenize"
+    assert cpp_body("red shoes", "m") == {"content": "red shoes"}
+    assert cpp_read({"tokens": [1, 2, 3]}) == 3
+    assert vllm_body("red shoes", "m") == {"model": "m", "prompt": "red shoes"}
+    assert vllm_read({"count": 4, "max_model_len": 8192, "tokens": [1, 2, 3, 4]}) == 4
+    # anything else is no count: the next dialect is tried, then cl100k_base
+    for answer in ({"count": True}, {"count": "6"}, [6], {"detail": "Not Found"}):
+        assert llama_read(answer) is None and vllm_read(answer) is None

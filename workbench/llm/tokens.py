@@ -1,0 +1,110 @@
+"""Counting tokens with the model server's own tokenizer, where the server offers one.
+
+Self-hosted OpenAI-compatible servers tokenize on request, each its own way:
+
+* llama.cpp's Python server (``llama-cpp-python[server]``): ``POST /extras/tokenize/count``
+  ``{"input": text}`` -> ``{"count": n}``;
+* llama.cpp's own server: ``POST /tokenize`` ``{"content": text}`` -> ``{"tokens": [...]}``;
+* vLLM: ``POST /tokenize`` ``{"model": name, "prompt": text}`` -> ``{"count": n, ...}``.
+
+The first that answers is used from then on (per process; the paths sit beside ``/v1``). A
+server with none (OpenAI, Azure, Ollama) is asked once and not again: callers fall back to
+cl100k_base and say so. A count is text tokens only: the chat template's framing is added by
+the caller, as OpenAI counts it (``judgments.llm.cost``).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import urllib3
+
+log = logging.getLogger(__name__)
+
+#: (name, path under the server's root, body for a text, how to read the count)
+Dialect = tuple[str, str, Callable[[str, str], dict[str, Any]], Callable[[Any], int | None]]
+
+
+def _count(data: Any) -> int | None:
+    value = data.get("count") if isinstance(data, dict) else None
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _tokens(data: Any) -> int | None:
+    value = data.get("tokens") if isinstance(data, dict) else None
+    return len(value) if isinstance(value, list) else _count(data)
+
+
+DIALECTS: tuple[Dialect, ...] = (
+    ("llama.cpp (Python server) /extras/tokenize/count", "/extras/tokenize/count",
+     lambda text, model: {"input": text}, _count),
+    ("llama.cpp /tokenize", "/tokenize", lambda text, model: {"content": text}, _tokens),
+    ("vLLM /tokenize", "/tokenize", lambda text, model: {"model": model, "prompt": text}, _count),
+)
+
+
+def server_root(chat_url: str) -> str:
+    """``http://host:port`` (and any path prefix) of ``.../v1/chat/completions``."""
+    root = chat_url.split("?", 1)[0].removesuffix("/chat/completions")
+    return root.removesuffix("/v1")
+
+
+class ServerTokens:
+    """The tokenizer of one OpenAI-compatible server, found on first use."""
+
+    def __init__(self, pool: urllib3.PoolManager, chat_url: str, model: str,
+                 headers: Callable[[], Mapping[str, str]], timeout: float = 10.0) -> None:
+        self.pool = pool
+        self.root = server_root(chat_url)
+        self.model = model
+        self.headers = headers
+        self.timeout = timeout
+        self._dialect: Dialect | None = None
+        self._known = False  # whether the server was asked which dialect it speaks
+        self._lock = threading.Lock()
+
+    @property
+    def name(self) -> str | None:
+        """The dialect in use (after ``count`` found one), else None."""
+        return self._dialect[0] if self._dialect is not None else None
+
+    def count(self, text: str) -> int | None:
+        """Tokens of ``text`` by the server, None when it cannot count (or failed to)."""
+        with self._lock:
+            if not self._known:
+                self._known = True
+                self._dialect = self._find(text)
+                if self._dialect is None:
+                    log.info("the server at %s has no tokenize endpoint; counting with "
+                             "cl100k_base", self.root)
+                    return None
+        if self._dialect is None:
+            return None
+        return self._ask(self._dialect, text)
+
+    def _find(self, text: str) -> Dialect | None:
+        for dialect in DIALECTS:
+            if self._ask(dialect, text) is not None:
+                return dialect
+        return None
+
+    def _ask(self, dialect: Dialect, text: str) -> int | None:
+        _, path, body, read = dialect
+        try:
+            response = self.pool.request(
+                "POST", self.root + path, body=json.dumps(body(text, self.model)).encode(),
+                headers={"Content-Type": "application/json", **self.headers()},
+                timeout=urllib3.Timeout(connect=self.timeout, read=self.timeout), retries=False,
+                redirect=False)
+        except Exception:  # noqa: BLE001 - any failure: this dialect cannot count here
+            return None
+        if response.status != 200:
+            return None
+        try:
+            return read(json.loads(response.data))
+        except ValueError:
+            return None
