@@ -11,19 +11,6 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 extras=""
 [ "${1:-}" = "--dev" ] && extras="[dev]"
 
-find_python() {
-  local candidate
-  for candidate in "${PYTHON:-}" python3.13 python3.12 python3.11 python3; do
-    [ -n "$candidate" ] || continue
-    command -v "$candidate" >/dev/null || continue
-    if "$candidate" -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null; then
-      echo "$candidate"
-      return
-    fi
-  done
-  die "Python 3.11 or newer is needed (set PYTHON=/path/to/python3.11)"
-}
-
 # check_against_lock: every package in .venv that the lock names is at the locked version.
 check_against_lock() {
   .venv/bin/python - "$lock" <<'PY'
@@ -53,7 +40,7 @@ PY
 
 cd "$REPO_ROOT"
 if [ ! -x .venv/bin/python ]; then
-  py=$(find_python)
+  py=$(system_python)
   say "creating .venv with $($py --version)"
   "$py" -m venv .venv || die "could not create .venv (on Debian: apt-get install python3-venv)"
 fi

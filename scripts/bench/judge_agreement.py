@@ -185,11 +185,13 @@ def product_titles(path: Path) -> dict[str, str]:
     return titles
 
 
-def judge_scores(name: str, pairs: Sequence[Pair]) -> tuple[list[float], list[bool], float]:
+def judge_scores(name: str, pairs: Sequence[Pair], setup: Setup | None = None,
+                 ) -> tuple[list[float], list[bool], float]:
     """Each pair's score and ``relevant`` call by the judge at its default threshold, one batch
     per query, through the judge interface, the query's text being its reference answer; and
-    the threshold it applied."""
-    judge = judges.create(name, Setup({}))
+    the threshold it applied (an LLM rubric's: the first relevant grade; an unrated hit
+    scores 0)."""
+    judge = judges.create(name, setup or Setup({}))
     groups: dict[str, list[int]] = {}
     for i, pair in enumerate(pairs):
         groups.setdefault(pair.query, []).append(i)
@@ -199,9 +201,50 @@ def judge_scores(name: str, pairs: Sequence[Pair]) -> tuple[list[float], list[bo
         judged = judge.judge(Query(query, (query,)),
                              [Hit(pairs[i].doc_id, {"title": pairs[i].title}) for i in indices])
         for i, verdict in zip(indices, judged.verdicts, strict=True):
-            scores[i] = float(verdict.score or 0.0)
+            # a reference judge's similarity, else the rating on the judge's scale
+            value = verdict.score if verdict.score is not None else verdict.rating
+            scores[i] = float(value or 0.0)
             calls[i] = verdict.relevant
+    rubric = getattr(judge, "rubric", None)
+    if rubric is not None:
+        return scores, calls, float(rubric.scale.relevant_from)
     return scores, calls, float(getattr(judge, "threshold", 0.5))
+
+
+def llm_agreement(url: str, opensearch_url: str, pairs: Sequence[Pair],
+                  ratings: Mapping[str, Mapping[str, float]], queries: int) -> dict[str, Any]:
+    """The ``llm`` judge (0-3 rubric) of the model at ``url`` (an OpenAI-compatible base URL)
+    on the pairs of the first ``queries`` queries, beside ``token_overlap`` and the trivial
+    judge on the same pairs. Its grades go to the judgment cache of ``opensearch_url``."""
+    from workbench.config import Config
+    from workbench.services import Services
+
+    model = {"id": "agreement-llm", "name": "agreement", "provider": "openai",
+             "base_url": url, "model": "model"}
+    config = Config.from_env(dict(os.environ, OPENSEARCH_URL=opensearch_url,
+                                  WORKBENCH_MODELS=json.dumps([model])))
+    chosen: list[str] = []
+    for pair in pairs:
+        if pair.query not in chosen:
+            chosen.append(pair.query)
+    subset = [p for p in pairs if p.query in set(chosen[:queries])]
+    started = time.perf_counter()
+    scores, calls, threshold = judge_scores(
+        "llm", subset, Setup({"modelId": model["id"], "scale": "0-3"}, Services(config)))
+    out: dict[str, Any] = {"model": url, "queries": len(chosen[:queries]), "pairs": len(subset),
+                           "seconds": round(time.perf_counter() - started, 1),
+                           "threshold": threshold,
+                           "predicted_relevant": sum(calls) / max(1, len(calls))}
+    overlap, _, overlap_threshold = judge_scores("token_overlap", subset)
+    for rule in ("exact", "es"):
+        humans = human_relevant(ratings, rule)
+        out[rule] = {
+            "everything relevant": everything_relevant([humans[p.query][p.doc_id]
+                                                        for p in subset]),
+            "llm": agreement(subset, humans, rule, scores, threshold)["binary"],
+            "token_overlap": agreement(subset, humans, rule, overlap,
+                                       overlap_threshold)["binary"]}
+    return out
 
 
 # ---------------------------------------------------------------------------------------------
@@ -364,6 +407,12 @@ def main(argv: list[str] | None = None) -> int:
                         help="rank search configurations too, on this cluster (a throwaway "
                              "index is created and deleted)")
     parser.add_argument("--index", help="an index already holding the catalogue (kept)")
+    parser.add_argument("--llm-url",
+                        help="also the llm judge, on the model served at this OpenAI-compatible "
+                             "base URL (e.g. scripts/llama.sh url); needs a cluster for the "
+                             "judgment cache (--opensearch-url or OPENSEARCH_URL)")
+    parser.add_argument("--llm-queries", type=int, default=20,
+                        help="queries whose rated pairs the llm judge grades (default 20)")
     parser.add_argument("--out", default=str(RESULTS))
     args = parser.parse_args(argv)
     queries_path, judgments_path, products_path = _paths(args)
@@ -412,6 +461,18 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{rule:6} {name:22} {_fmt(b['cohen_kappa']):>6} {_fmt(b['accuracy']):>6} "
                   f"{_fmt(b['precision']):>6} {_fmt(b['recall']):>6} {_fmt(b['f1']):>6} "
                   f"{tail:>15}")
+
+    if args.llm_url:
+        cluster = args.opensearch_url or os.environ.get("OPENSEARCH_URL",
+                                                        "http://127.0.0.1:9200")
+        llm = llm_agreement(args.llm_url, cluster, pairs, ratings, args.llm_queries)
+        report["llm"] = llm
+        print(f"\nllm judge ({args.llm_url}), {llm['pairs']} pairs of {llm['queries']} queries, "
+              f"{llm['seconds']} s")
+        for rule in ("exact", "es"):
+            for name, b in llm[rule].items():
+                print(f"{rule:6} {name:22} {_fmt(b['cohen_kappa']):>6} {_fmt(b['accuracy']):>6} "
+                      f"{_fmt(b['precision']):>6} {_fmt(b['recall']):>6} {_fmt(b['f1']):>6}")
 
     if args.opensearch_url or args.index:
         url = args.opensearch_url or os.environ.get("OPENSEARCH_URL", "http://127.0.0.1:9200")

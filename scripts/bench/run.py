@@ -1,7 +1,7 @@
 """Run the benchmarks and write ``report.md`` and ``report.json``.
 
-    workbench bench [--only ubi,llm,pointwise,passthrough,metrics,redaction,scale] [--quick]
-                    [--out DIR]
+    workbench bench [--only ubi,llm,llama,pointwise,passthrough,metrics,redaction,scale]
+                    [--quick] [--out DIR]
 
 Services come from OPENSEARCH_URL / REDIS_URL or are started as for the tests.
 """
@@ -16,7 +16,8 @@ from pathlib import Path
 
 from scripts.bench.common import REPO, Bench, Result, machine, previous_results, write_report
 
-BENCHMARKS = ("metrics", "redaction", "passthrough", "pointwise", "llm", "ubi", "scale")
+BENCHMARKS = ("metrics", "redaction", "passthrough", "pointwise", "llm", "llama", "ubi",
+              "scale")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -84,7 +84,7 @@ class OpenAIChatModel:
         self._pool = (urllib3.PoolManager(**size) if policy is None
                       else guarded_pool(policy, **size))
         self.tokens: ServerTokens | None = ServerTokens(self._pool, self.url, model,
-                                                       self._key_headers)
+                                                       self._key_headers, model_id=model_id)
 
     def __repr__(self) -> str:  # never the key
         return f"OpenAIChatModel({self.model_id!r}, {self.where!r})"

@@ -23,7 +23,6 @@ import copy
 import hashlib
 import json
 import logging
-import math
 import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -55,11 +54,13 @@ MIN_ANSWER_TOKENS = 256
 
 
 def answer_bound(sample_answer: str) -> int:
-    """The output-token bound of a call whose usable answer looks like ``sample_answer``: twice
-    its size in characters / 4 (room for another tokenizer, spacing and some prose), plus 64,
-    and at least ``MIN_ANSWER_TOKENS``. A model that runs on past it is cut off there instead
-    of until the call's timeout."""
-    return max(MIN_ANSWER_TOKENS, 2 * math.ceil(len(sample_answer) / 4) + 64)
+    """The output-token bound of a call whose usable answer looks like ``sample_answer``: a
+    token per character of it, plus 64, and at least ``MIN_ANSWER_TOKENS``. Tokenizers differ
+    widely on ids (SmolLM2's spends a token on every 1.7 characters of ``index::B07CXG6C9W``,
+    cl100k_base one on every 4 of prose), but none spends more than a token on a character,
+    so a usable answer always fits; a model that runs on is cut off there instead of at the
+    call's timeout."""
+    return max(MIN_ANSWER_TOKENS, len(sample_answer) + 64)
 
 
 Values = Mapping[str, Sequence[Any]]

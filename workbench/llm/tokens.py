@@ -23,6 +23,8 @@ from typing import Any
 
 import urllib3
 
+from workbench.llm import deadline
+
 log = logging.getLogger(__name__)
 
 #: (name, path under the server's root, body for a text, how to read the count)
@@ -57,14 +59,17 @@ class ServerTokens:
     """The tokenizer of one OpenAI-compatible server, found on first use."""
 
     def __init__(self, pool: urllib3.PoolManager, chat_url: str, model: str,
-                 headers: Callable[[], Mapping[str, str]], timeout: float = 10.0) -> None:
+                 headers: Callable[[], Mapping[str, str]], timeout: float = 10.0,
+                 model_id: str = "") -> None:
+        self.model_id = model_id
         self.pool = pool
         self.root = server_root(chat_url)
         self.model = model
         self.headers = headers
         self.timeout = timeout
         self._dialect: Dialect | None = None
-        self._known = False  # whether the server was asked which dialect it speaks
+        self._known = False  # whether the server said which dialect it speaks (or none)
+        self._last_answered = False
         self._lock = threading.Lock()
 
     @property
@@ -76,32 +81,41 @@ class ServerTokens:
         """Tokens of ``text`` by the server, None when it cannot count (or failed to)."""
         with self._lock:
             if not self._known:
-                self._known = True
-                self._dialect = self._find(text)
+                self._dialect, self._known = self._find(text)
                 if self._dialect is None:
-                    log.info("the server at %s has no tokenize endpoint; counting with "
-                             "cl100k_base", self.root)
+                    if self._known:
+                        log.info("the server at %s has no tokenize endpoint; counting with "
+                                 "cl100k_base", self.root)
                     return None
         if self._dialect is None:
             return None
         return self._ask(self._dialect, text)
 
-    def _find(self, text: str) -> Dialect | None:
+    def _find(self, text: str) -> tuple[Dialect | None, bool]:
+        """The dialect the server counts in, and whether that is settled: a server that did
+        not answer (busy with a long generation, or down) is asked again next time."""
+        answered = True
         for dialect in DIALECTS:
-            if self._ask(dialect, text) is not None:
-                return dialect
-        return None
+            counted = self._ask(dialect, text)
+            if counted is not None:
+                return dialect, True
+            answered = answered and self._last_answered
+        return None, answered
 
     def _ask(self, dialect: Dialect, text: str) -> int | None:
         _, path, body, read = dialect
+        deadline.check(self.model_id)  # a request out of time (``_estimate``) asks no more
+        timeout = deadline.bounded(self.timeout)
+        self._last_answered = False
         try:
             response = self.pool.request(
                 "POST", self.root + path, body=json.dumps(body(text, self.model)).encode(),
                 headers={"Content-Type": "application/json", **self.headers()},
-                timeout=urllib3.Timeout(connect=self.timeout, read=self.timeout), retries=False,
+                timeout=urllib3.Timeout(connect=timeout, read=timeout), retries=False,
                 redirect=False)
         except Exception:  # noqa: BLE001 - any failure: this dialect cannot count here
             return None
+        self._last_answered = True
         if response.status != 200:
             return None
         try:

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from workbench.llm.base import FormatRefused, LLMError, Transient, check_status, refuses_format
-from workbench.llm.structured import Steps, constrained, ladder, mode
+from workbench.llm.structured import Steps, answer_bound, constrained, ladder, mode
 
 SCHEMA = {"type": "object", "properties": {"ratings": {"type": "array"}}}
 JSON_SCHEMA = {"type": "json_schema", "json_schema": {"name": "r", "strict": True,
@@ -92,3 +92,8 @@ def test_the_json_object_rung_allows_only_the_calls_ids_each_once() -> None:
         "rating_score"] == {"type": "number", "enum": [0, 0.5, 1]}  # "absent": no such field
     assert constrained(schema, []) is schema  # no ids: nothing to limit
     assert constrained(SCHEMA, ["a"]) is SCHEMA  # no id field: nothing to limit
+
+
+def test_the_answer_bound_is_a_token_per_character_of_a_usable_answer() -> None:
+    assert answer_bound("") == 256  # room for a short answer with some prose
+    assert answer_bound("x" * 663) == 727  # ten ratings of ESCI ids: SmolLM2 needs 388

@@ -30,3 +30,14 @@ def test_each_dialects_body_and_answer() -> None:
     # anything else is no count: the next dialect is tried, then cl100k_base
     for answer in ({"count": True}, {"count": "6"}, [6], {"detail": "Not Found"}):
         assert llama_read(answer) is None and vllm_read(answer) is None
+
+
+def test_a_server_that_does_not_answer_is_asked_again_later() -> None:
+    import urllib3
+
+    from workbench.llm.tokens import ServerTokens
+
+    tokens = ServerTokens(urllib3.PoolManager(), "http://127.0.0.1:1/v1/chat/completions", "m",
+                          dict, timeout=0.5)
+    assert tokens.count("red shoes") is None
+    assert tokens.name is None and tokens._known is False  # not settled: ask again next time

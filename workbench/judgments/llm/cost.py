@@ -54,16 +54,24 @@ CL100K = Tokenizer("cl100k_base (OpenAI's; the model's server does not count tok
 
 def tokenizer_of(model: ChatModel) -> Tokenizer:
     """The model server's own tokenizer when it has one (asked once per model client), else
-    cl100k_base. A count the server fails on is counted with cl100k_base."""
+    cl100k_base. Once the server fails a count (a one-call-at-a-time server busy with a long
+    generation does not answer in time), this tokenizer counts the rest with cl100k_base
+    rather than wait on it for every prompt."""
     server = model.tokens
     if server is None or server.count("ok") is None:
         return CL100K
 
+    failed = False  # after one count the server failed, cl100k_base counts the rest
+
     def count(text: str) -> int:
+        nonlocal failed
         if not text:
             return 0
-        counted = server.count(text)
-        return counted if counted is not None else count_tokens(text)
+        counted = None if failed else server.count(text)
+        if counted is None:
+            failed = True
+            return count_tokens(text)
+        return counted
 
     return Tokenizer(f"the model server's own ({server.name})", count)
 
