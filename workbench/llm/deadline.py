@@ -80,10 +80,6 @@ class DeadlinePassed(WorkbenchError):
         return self
 
 
-def current() -> Deadline | None:
-    return _CURRENT.get()
-
-
 @contextmanager
 def within(deadline: Deadline) -> Iterator[Deadline]:
     """Run the block (and the threads it ``carry``-s work to) under ``deadline``."""

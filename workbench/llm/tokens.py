@@ -69,7 +69,6 @@ class ServerTokens:
         self.timeout = timeout
         self._dialect: Dialect | None = None
         self._known = False  # whether the server said which dialect it speaks (or none)
-        self._last_answered = False
         self._lock = threading.Lock()
 
     @property
@@ -89,24 +88,24 @@ class ServerTokens:
                     return None
         if self._dialect is None:
             return None
-        return self._ask(self._dialect, text)
+        return self._ask(self._dialect, text)[1]
 
     def _find(self, text: str) -> tuple[Dialect | None, bool]:
         """The dialect the server counts in, and whether that is settled: a server that did
         not answer (busy with a long generation, or down) is asked again next time."""
-        answered = True
+        all_answered = True
         for dialect in DIALECTS:
-            counted = self._ask(dialect, text)
+            answered, counted = self._ask(dialect, text)
             if counted is not None:
                 return dialect, True
-            answered = answered and self._last_answered
-        return None, answered
+            all_answered = all_answered and answered
+        return None, all_answered
 
-    def _ask(self, dialect: Dialect, text: str) -> int | None:
+    def _ask(self, dialect: Dialect, text: str) -> tuple[bool, int | None]:
+        """Whether the server answered at all, and the count it gave (None: none)."""
         _, path, body, read = dialect
         deadline.check(self.model_id)  # a request out of time (``_estimate``) asks no more
         timeout = deadline.bounded(self.timeout)
-        self._last_answered = False
         try:
             response = self.pool.request(
                 "POST", self.root + path, body=json.dumps(body(text, self.model)).encode(),
@@ -114,11 +113,10 @@ class ServerTokens:
                 timeout=urllib3.Timeout(connect=timeout, read=timeout), retries=False,
                 redirect=False)
         except Exception:  # noqa: BLE001 - any failure: this dialect cannot count here
-            return None
-        self._last_answered = True
+            return False, None
         if response.status != 200:
-            return None
+            return True, None
         try:
-            return read(json.loads(response.data))
+            return True, read(json.loads(response.data))
         except ValueError:
-            return None
+            return True, None
