@@ -15,11 +15,16 @@ import subprocess
 import sys
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 from opensearchpy import OpenSearch
 
+from tests.integration.esci_judge_aware import (
+    check_exact_and_rounded_table,
+    check_judge_aware_summary,
+)
 from tests.integration.esci_summary_checks import (
     check_hybrid_summary,
     check_pairwise_summary,
@@ -28,7 +33,7 @@ from tests.integration.esci_summary_checks import (
 from tests.integration.test_experiments import EVALUATIONS, VARIANTS, by_experiment, create, wait
 from tests.support.api import Api, search_configuration
 from tests.support.data import ESCI, UBI_SAMPLE
-from tests.support.processes import REPO, Worker
+from tests.support.processes import REPO, Server, Worker
 
 K = 10
 # The two configurations the README compares (their index is filled in per run).
@@ -37,6 +42,11 @@ MULTI_MATCH = {"query": {"multi_match": {"query": "%SearchText%",
                                          "fields": ["title^2", "bullet_points", "brand"]}}}
 HYBRID = {"query": {"hybrid": {"queries": [{"match": {"title": "%SearchText%"}},
                                            {"match": {"bullet_points": "%SearchText%"}}]}}}
+# The exact-vs-rounded table of docs/significance.md compares TITLE_MATCH with this one.
+TITLE_BULLETS = {"query": {"multi_match": {"query": "%SearchText%",
+                                           "fields": ["title^2", "bullet_points"]}}}
+# A real but worse ranking: the description is empty for most of the catalogue.
+WORSE = {"query": {"match": {"description": "%SearchText%"}}}
 
 
 @pytest.fixture(scope="module")
@@ -72,6 +82,9 @@ def esci(api: Api, env: dict[str, str], direct: OpenSearch, worker: Worker
         "title": config("esci title match", TITLE_MATCH),
         "multi": config("esci multi_match", MULTI_MATCH),
         "hybrid": config("esci hybrid", HYBRID),
+        "bullets": config("esci title^2 + bullet_points", TITLE_BULLETS),
+        "title_again": config("esci title match again", TITLE_MATCH),
+        "worse": config("esci description", WORSE),
     }
     direct.indices.delete(index=products, ignore=[404])
 
@@ -180,3 +193,14 @@ def test_hybrid_over_the_150_esci_queries(api: Api, esci: dict[str, Any],
     assert len(texts) >= 140  # nearly every ESCI query finds something in the catalogue
     assert direct.count(index=VARIANTS, body={"query": query})["count"] == 82 * 150
     check_hybrid_summary(api, experiment_id, esci, direct)
+
+
+def test_exact_values_and_the_rounded_table(api: Api, esci: dict[str, Any],
+                                            direct: OpenSearch) -> None:
+    check_exact_and_rounded_table(api, esci, direct)
+
+
+def test_human_labels_correct_the_judge(api: Api, esci: dict[str, Any], direct: OpenSearch,
+                                        server: Server, env: dict[str, str],
+                                        tmp_path: Path) -> None:
+    check_judge_aware_summary(api, esci, direct, server, env, tmp_path)

@@ -8,15 +8,25 @@ for every cluster call) and compute everything on the fly; nothing is written.
 from __future__ import annotations
 
 import math
+import secrets
 from typing import Any
 
 from flask import Blueprint, Response, request
+from opensearchpy import NotFoundError
 
 from workbench.api import json_response, services
 from workbench.errors import BadRequest, Conflict, NotFound
-from workbench.experiments import summary_read
-from workbench.experiments.summary_build import Run, build, default_metric, metric_names
-from workbench.store.indices import EXPERIMENT_INDEX
+from workbench.experiments import label_sample, summary_humans, summary_read
+from workbench.experiments.summary_build import (
+    POINTWISE,
+    Run,
+    build,
+    default_metric,
+    metric_names,
+    rows_of,
+)
+from workbench.metrics import MetricError
+from workbench.store.indices import EXPERIMENT_INDEX, SEARCH_CONFIG_INDEX
 from workbench.store.repository import Repository
 
 bp = Blueprint("experiment_summary", __name__, url_prefix="/experiments")
@@ -25,6 +35,8 @@ DEFAULT_ALPHA = 0.05
 DEFAULT_PERMUTATIONS = 10_000
 MAX_PERMUTATIONS = 100_000
 REPORT_FORMATS = ("md", "csv", "html")
+SAMPLE_FORMATS = ("json", "csv")
+MAX_SAMPLE_FIELDS = 20
 
 
 def _experiment(entity_id: str) -> dict[str, Any]:
@@ -97,9 +109,44 @@ def experiment_summary(entity_id: str) -> tuple[dict[str, Any], Run, dict[str, A
         client, [str(j) for j in experiment.get("judgmentList") or []])
     history = summary_read.scheduled_runs(client, entity_id) \
         if experiment.get("isScheduled") else []
-    summary = build(experiment, summary_read.configuration_names(client, configs), own, judged,
-                    history, **params)
+    names = summary_read.configuration_names(client, configs)
+    summary = build(experiment, names, own, judged, history, **params)
+    human_id = request.args.get("humanJudgments")
+    if human_id is not None:
+        _add_human_section(experiment, summary, own, names, human_id, params)
     return experiment, own, summary
+
+
+def _add_human_section(experiment: dict[str, Any], summary: dict[str, Any], own: Run,
+                       names: dict[str, str], human_id: str, params: dict[str, Any]) -> None:
+    """``humanJudgments``: the judge-aware figures (``summary_humans``) of a second judgment
+    list that people made for part of the query set."""
+    if experiment.get("type") != POINTWISE:
+        raise BadRequest(f"humanJudgments applies to POINTWISE_EVALUATION experiments; "
+                         f"experiment [{experiment.get('id')}] is {experiment.get('type')}")
+    try:
+        found = summary_read.human_ratings(services().client, human_id)
+    except MetricError as exc:
+        raise BadRequest(f"humanJudgments [{human_id}]: {exc}") from None
+    if found is None:
+        raise BadRequest(f"humanJudgments [{human_id}] is not a judgment list (no judgment "
+                         "has this id)")
+    source, human = found
+    if source.get("status") not in (None, "COMPLETED"):
+        raise Conflict(f"humanJudgments [{human_id}] is {source.get('status')}; only a "
+                       "COMPLETED judgment list can be compared")
+    queries, rows = rows_of(experiment, own)
+    if not summary_humans.labelled_positions(queries, human):
+        raise BadRequest(f"humanJudgments [{human_id}] rates none of the {len(queries)} "
+                         f"queries of query set [{experiment.get('querySetId')}]")
+    metrics = [params["metric"]] + [m for m in metric_names(experiment)
+                                    if m != params["metric"]]
+    section, warnings = summary_humans.build(
+        rows, names, queries, human, human_id, int(experiment.get("size") or 10),
+        params["baseline"], metrics, params["alpha"])
+    section["name"] = source.get("name")
+    summary["humanJudgments"] = section
+    summary["warnings"].extend(warnings)
 
 
 @bp.get("/<entity_id>/_summary")
@@ -126,3 +173,81 @@ def get_report(entity_id: str) -> Response:
                         headers={"Content-Disposition":
                                  f'attachment; filename="experiment-{entity_id}.csv"'})
     return Response(report.html(experiment, own, summary), content_type="text/html; charset=UTF-8")
+
+
+@bp.get("/<entity_id>/_label_sample")
+def get_label_sample(entity_id: str) -> Response:
+    """The queries people should label for ``humanJudgments`` (``label_sample``): ``queries``
+    of them drawn uniformly with ``seed`` (random when not given; the answer says which), each
+    with the pool of documents the experiment's configurations returned in their top k, as JSON
+    or as the CSV ``workbench judgments import`` reads back; ``fields`` adds those fields of
+    each document, for the people who rate it."""
+    experiment = _experiment(entity_id)
+    if experiment.get("type") != POINTWISE:
+        raise BadRequest(f"a label sample is drawn from a POINTWISE_EVALUATION experiment; "
+                         f"experiment [{entity_id}] is {experiment.get('type')}")
+    if "queries" not in request.args:
+        raise BadRequest("queries is required: how many queries people will label")
+    budget = int(_number("queries", 0, int))
+    if budget < 1:
+        raise BadRequest(f"queries [{budget}] must be at least 1")
+    seed = int(_number("seed", secrets.randbelow(2**31), int))
+    if not 0 <= seed < 2**63:
+        raise BadRequest(f"seed [{seed}] must be between 0 and 2^63 - 1")
+    fmt = request.args.get("format", "json")
+    if fmt not in SAMPLE_FORMATS:
+        raise BadRequest(f"format [{fmt}] is not supported; expected one of "
+                         f"[{', '.join(SAMPLE_FORMATS)}]")
+    fields = [f.strip() for f in request.args.get("fields", "").split(",") if f.strip()]
+    if len(fields) > MAX_SAMPLE_FIELDS:
+        raise BadRequest(f"fields names {len(fields)} fields; at most {MAX_SAMPLE_FIELDS}")
+    client = services().client
+    own = Run(results=list(experiment.get("results") or []),
+              evaluations=summary_read.evaluations(client, entity_id))
+    queries, rows = rows_of(experiment, own)
+    chosen = label_sample.draw(queries, budget, seed)
+    pooled = label_sample.pool(rows, queries, chosen, int(experiment.get("size") or 10))
+    documents = _document_fields(pooled, fields) if fields else {}
+    entries: list[dict[str, Any]] = []
+    for query, doc_id, config_id in pooled:
+        entry: dict[str, Any] = {"query": query, "docId": doc_id, "rating": None,
+                                 "searchConfigurationId": config_id}
+        if fields:
+            source = documents.get((config_id, doc_id)) or {}
+            entry["fields"] = {f: source.get(f) for f in fields}
+        entries.append(entry)
+    if fmt == "csv":
+        return Response(label_sample.as_csv(entries, fields),
+                        content_type="text/csv; charset=UTF-8",
+                        headers={"Content-Disposition":
+                                 f'attachment; filename="label-sample-{entity_id}.csv"'})
+    return json_response({
+        "experimentId": entity_id, "querySetId": experiment.get("querySetId"),
+        "strategy": label_sample.STRATEGY, "seed": seed,
+        "queries": {"total": len(queries), "sampled": len(chosen)},
+        "sampledQueries": chosen, "documents": len(entries), "rows": entries})
+
+
+def _document_fields(pooled: list[tuple[str, str, str]], fields: list[str]
+                     ) -> dict[tuple[str, str], dict[str, Any]]:
+    """(configuration id, doc id) -> the document's ``_source``, read from the index each
+    configuration searches (one ``_mget`` per configuration)."""
+    client = services().client
+    configs = Repository(client, SEARCH_CONFIG_INDEX)
+    by_config: dict[str, list[str]] = {}
+    for _, doc_id, config_id in pooled:
+        by_config.setdefault(config_id, []).append(doc_id)
+    out: dict[tuple[str, str], dict[str, Any]] = {}
+    for config_id, doc_ids in by_config.items():
+        index = (configs.get_source(config_id, ["index"]) or {}).get("index")
+        if not isinstance(index, str) or not index:
+            continue
+        try:
+            found = client.mget(index=index, body={"ids": doc_ids},
+                                params={"_source_includes": ",".join(fields)})["docs"]
+        except NotFoundError:  # the index is gone: the rows keep their ids, fields empty
+            continue
+        for doc in found:
+            if doc.get("found"):
+                out[(config_id, doc["_id"])] = doc.get("_source") or {}
+    return out

@@ -111,17 +111,45 @@ def judgments_format(path: str, text: str) -> str:
 
 
 def _csv_rows(text: str) -> Iterable[tuple[str, str, str]]:
+    """Rows of ``query,docid,rating``; or, under a header that names the columns ``query``,
+    ``docId`` (or ``docid``, ``doc_id``) and ``rating`` in any order, those columns and any others
+    ignored (the file ``workbench experiment label-sample`` writes, with document fields for the
+    people who rate). A row whose rating is left empty is an error naming it."""
     dialect = csv.excel_tab if "\t" in text.split("\n", 1)[0] else csv.excel
     reader = csv.reader(io.StringIO(text), dialect)
+    columns: tuple[int, int, int] | None = None
     for n, row in enumerate(reader, 1):
         if not row or not any(cell.strip() for cell in row):
             continue
-        if len(row) != 3:
-            raise FormatError(f"line {n}: expected query,docid,rating, got {len(row)} fields")
-        query, doc_id, rating = (cell.strip() for cell in row)
-        if n == 1 and not _is_number(rating):
-            continue  # a header such as query,docid,rating
+        cells = [cell.strip() for cell in row]
+        if columns is None and n == 1:
+            columns = _header_columns(cells)
+            if columns is not None:
+                continue
+        if columns is None:
+            if len(cells) != 3:
+                raise FormatError(f"line {n}: expected query,docid,rating, got {len(row)} fields")
+            query, doc_id, rating = cells
+            if n == 1 and not _is_number(rating):
+                continue  # a header such as query,docid,rating
+        else:
+            if len(cells) <= max(columns):
+                raise FormatError(f"line {n}: expected {max(columns) + 1} fields or more, got "
+                                  f"{len(row)}")
+            query, doc_id, rating = (cells[i] for i in columns)
+        if not rating:
+            raise FormatError(f"line {n}: no rating for {query!r}, document {doc_id!r} (rate "
+                              "every row, or delete the rows left unrated)")
         yield query, doc_id, _rating(rating, n)
+
+
+def _header_columns(cells: list[str]) -> tuple[int, int, int] | None:
+    """Positions of query, doc id and rating when ``cells`` is a header naming them all."""
+    names = [cell.lower().replace("_", "") for cell in cells]
+    try:
+        return names.index("query"), names.index("docid"), names.index("rating")
+    except ValueError:
+        return None
 
 
 def _qrels_rows(text: str, topics: Mapping[str, str] | None,

@@ -92,6 +92,19 @@ def add_commands(sub: Any) -> None:
     show.add_argument("--baseline")
     show.add_argument("--metric")
     show.add_argument("--json", action="store_true", help="the raw _summary answer")
+    show.add_argument("--human-judgments", metavar="ID",
+                      help="a judgment list people made for part of the query set: correct "
+                           "the judge's metrics with it (prediction-powered inference)")
+    sample = ex.add_parser("label-sample", parents=[conn],
+                           help="draw queries for people to label (a CSV to fill in and "
+                                "import with `workbench judgments import`)")
+    sample.add_argument("experiment", help="a COMPLETED pointwise experiment")
+    sample.add_argument("--queries", type=int, required=True, help="how many queries to label")
+    sample.add_argument("--seed", type=int, help="draw this sample again (default: random, "
+                                                 "printed)")
+    sample.add_argument("--fields", help="document fields to show the raters, comma-separated "
+                                         "(e.g. title,brand)")
+    sample.add_argument("--out", required=True, help="the CSV file to write ('-': stdout)")
 
     exp = sub.add_parser("export", help="TREC run and qrels files").add_subparsers(
         dest="action", required=True)
@@ -133,6 +146,10 @@ def add_commands(sub: Any) -> None:
     gate_cmd.add_argument("--alpha", type=float, default=0.05)
     gate_cmd.add_argument("--size", type=int,
                           help="k of the run (default: the metric's @k, else 10)")
+    gate_cmd.add_argument("--human-judgments", metavar="ID",
+                          help="a judgment list people made for part of the query set: decide "
+                               "on the prediction-powered interval of the difference instead "
+                               "of the judgments alone")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -145,6 +162,7 @@ def run(args: argparse.Namespace) -> int:
         ("search-config", "create"): _search_config_create,
         ("experiment", "run"): _experiment_run,
         ("experiment", "summary"): _experiment_summary,
+        ("experiment", "label-sample"): _label_sample,
         ("export", "run"): _export_run,
         ("export", "qrels"): _export_qrels,
         ("gate", None): _gate,
@@ -238,7 +256,8 @@ def _experiment_run(client: WorkbenchClient, args: argparse.Namespace) -> int:
 
 
 def _experiment_summary(client: WorkbenchClient, args: argparse.Namespace) -> int:
-    summary = _summary(client, args.experiment, args.baseline, args.metric)
+    summary = _summary(client, args.experiment, args.baseline, args.metric,
+                       human=args.human_judgments)
     if args.json:
         print(json.dumps(summary, indent=2))
     else:
@@ -247,8 +266,11 @@ def _experiment_summary(client: WorkbenchClient, args: argparse.Namespace) -> in
 
 
 def _summary(client: WorkbenchClient, experiment_id: str, baseline: str | None,
-             metric: str | None, alpha: float | None = None) -> dict[str, Any]:
+             metric: str | None, alpha: float | None = None,
+             human: str | None = None) -> dict[str, Any]:
     params: dict[str, Any] = {}
+    if human:
+        params["humanJudgments"] = human
     if metric:
         params["metric"] = metric
     if baseline:
@@ -256,6 +278,28 @@ def _summary(client: WorkbenchClient, experiment_id: str, baseline: str | None,
     if alpha is not None:
         params["alpha"] = alpha
     return client.srw("GET", f"/experiments/{experiment_id}/_summary", params=params)
+
+
+def _label_sample(client: WorkbenchClient, args: argparse.Namespace) -> int:
+    params: dict[str, Any] = {"queries": args.queries}
+    if args.seed is not None:
+        params["seed"] = args.seed
+    fields = [f.strip() for f in (args.fields or "").split(",") if f.strip()]
+    if fields:
+        params["fields"] = ",".join(fields)
+    sample = client.srw("GET", f"/experiments/{args.experiment}/_label_sample", params=params)
+    from workbench.experiments import label_sample  # numpy: only for this command
+
+    text = label_sample.as_csv(sample["rows"], fields)
+    if args.out == "-":
+        sys.stdout.write(text)
+    else:
+        Path(args.out).write_text(text, encoding="utf-8")
+    err.print(f"{sample['queries']['sampled']} of {sample['queries']['total']} queries, "
+              f"{sample['documents']} documents to rate (seed {sample['seed']}) -> {args.out}; "
+              "fill in the rating column, then `workbench judgments import "
+              f"{args.out if args.out != '-' else 'FILE'} --name ...`")
+    return 0
 
 
 def _ended(doc: dict[str, Any], what: str) -> int:
@@ -354,8 +398,10 @@ def _gate(client: WorkbenchClient, args: argparse.Namespace) -> int:
     for role, config_id in (("baseline", args.baseline), ("candidate", args.candidate)):
         if config_id not in configs:
             raise gate.GateError(f"the experiment does not run the {role} {config_id}")
-    summary = _summary(client, experiment_id, args.baseline, args.metric, args.alpha)
-    verdict = gate.decide(summary, args.candidate, args.metric, args.margin, args.alpha)
+    summary = _summary(client, experiment_id, args.baseline, args.metric, args.alpha,
+                       human=args.human_judgments)
+    verdict = gate.decide(summary, args.candidate, args.metric, args.margin, args.alpha,
+                          human=bool(args.human_judgments))
     names = {c["searchConfigurationId"]: f"{c.get('name')} ({c['searchConfigurationId']})"
              for c in summary.get("configurations") or []}
     print("\n".join(gate.explain(verdict, names, experiment_id)))  # plain: no wrapping

@@ -69,7 +69,51 @@ def summary_tables(summary: dict[str, Any], emphasis: str | None = None,
     comparisons = summary.get("comparisons") or []
     if comparisons and not hybrid:  # hybrid: the best-variant table says what matters
         tables.append(_comparisons_table(comparisons, configs))
+    humans = summary.get("humanJudgments")
+    if humans:
+        tables.append(_humans_table(humans, str(emphasis or summary.get("metric"))))
     return tables
+
+
+def _humans_table(section: dict[str, Any], metric: str) -> Table:
+    """The judge-aware figures of one metric: per configuration, then per comparison."""
+    queries = section.get("queries") or {}
+    level = f"{float(section.get('confidence') or 0.95):.0%}"
+    table = Table(title=f"{metric} corrected by human labels ({section.get('method')}): "
+                        f"{queries.get('labelled')} of {queries.get('total')} queries labelled "
+                        f"in {section.get('name') or section.get('judgmentId')}",
+                  title_justify="left")
+    for column in ("", "judge", "humans (labelled)", f"PPI estimate [{level} CI]", "judge bias",
+                   "r", "worth n", "p", "significant"):
+        table.add_column(column, justify="left" if column == "" else "right")
+    names = {c["searchConfigurationId"]: _config_label(c)
+             for c in section.get("configurations") or []}
+    for config in section.get("configurations") or []:
+        figs = (config.get("metrics") or {}).get(metric)
+        if figs:
+            table.add_row(names[config["searchConfigurationId"]], *_human_cells(figs), "", "")
+    comparisons = [c for c in section.get("comparisons") or [] if c.get("metric") == metric]
+    for i, c in enumerate(comparisons):
+        table.add_row(f"{names.get(c['candidate'], c['candidate'])} - "
+                      f"{names.get(c['baseline'], c['baseline'])}",
+                      *_human_cells(c, signed=True), _p(c),
+                      "yes" if c.get("significant") else "no",
+                      end_section=i == len(comparisons) - 1)
+    return table
+
+
+def _human_cells(figs: dict[str, Any], signed: bool = False) -> list[str]:
+    ppi = figs.get("ppi") or {}
+    interval = ppi.get("ci")
+    worth = figs.get("effectiveLabelledQueries")
+    r = (figs.get("agreement") or {}).get("pearson")
+    return [_number((figs.get("judge") or {}).get("mean"), signed),
+            _number((figs.get("humans") or {}).get("mean"), signed),
+            (f"{_number(ppi.get('estimate'), signed)} [{_number(interval[0], signed)}, "
+             f"{_number(interval[1], signed)}]") if interval else "",
+            _number(figs.get("bias"), signed=True),
+            "" if r is None else f"{r:.2f}",
+            "" if worth is None else f"{worth:.0f}"]
 
 
 def _configurations_table(title: str, configs: list[dict[str, Any]]) -> Table:

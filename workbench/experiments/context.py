@@ -112,11 +112,12 @@ class RunContext:
         return parsed
 
     def evaluation_doc(self, evaluation_id: str, config_id: str, entry: QueryEntry,
-                       doc_ids: list[str], metrics: list[dict[str, Any]],
+                       doc_ids: list[str], metrics: dict[str, list[dict[str, Any]]],
                        variant_id: str | None, parameters: str | None,
                        took: int | None) -> dict[str, Any]:
         """A ``search-relevance-evaluation-result`` document (docs/contract.md, "Stored documents"),
-        optional keys omitted."""
+        optional keys omitted; ``metrics`` is a ``pointwise.metrics_docs`` entry (the plugin's
+        rounded ``metrics`` and the workbench's added ``exactMetrics``)."""
         doc: dict[str, Any] = {
             "id": evaluation_id,
             "timestamp": now_iso(),
@@ -124,7 +125,8 @@ class RunContext:
             "searchText": entry.query_text,
             "judgmentIds": list(self.experiment.get("judgmentList") or []),
             "documentIds": doc_ids,
-            "metrics": metrics,
+            "metrics": metrics["metrics"],
+            "exactMetrics": metrics["exactMetrics"],
             "experimentId": self.experiment_id,
         }
         if variant_id:

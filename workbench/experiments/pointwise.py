@@ -20,11 +20,18 @@ TYPE = "POINTWISE_EVALUATION"
 
 
 def metrics_docs(lists: list[tuple[list[str], dict[str, float]]],
-                 k: int) -> list[list[dict[str, Any]]]:
+                 k: int) -> list[dict[str, list[dict[str, Any]]]]:
     """The metric set (docs/algorithms.md, "Pointwise metrics") and HitRate@k of each (doc ids,
-    ratings), computed together and rounded only here, where it is written."""
-    return [[{"metric": name, "value": round_metric(value)} for name, value in metrics]
-            for metrics in evaluate_many(lists, k)]
+    ratings), computed together: ``metrics`` rounded to two decimals as the plugin stores them
+    (what Dashboards shows), ``exactMetrics`` unrounded, for the summary's statistics
+    (docs/algorithms.md, "Exact per-query values")."""
+    out = []
+    for metrics in evaluate_many(lists, k):
+        rounded = [{"metric": name, "value": round_metric(value)} for name, value in metrics]
+        out.append({"metrics": rounded,
+                    "exactMetrics": [{"metric": name, "value": float(value)}
+                                     for name, value in metrics]})
+    return out
 
 
 def run(ctx: RunContext, writer: Writer) -> list[dict[str, Any]]:

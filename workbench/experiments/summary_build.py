@@ -8,6 +8,9 @@ doc ids each query has a judgment for, and answers the ``_summary`` document:
   query without hits has no evaluation result and counts as 0 for every metric (a variant that
   failed counts as 0 too, with a warning), so means match the per-query averages users compute
   from the full query set.
+* Per-query values are the unrounded ``exactMetrics`` each evaluation result stores beside the
+  plugin's two-decimal ``metrics``; results without them (written earlier, or by the plugin)
+  fall back to the rounded values with a ``rounded_values`` warning.
 * ``judgmentCoverage``: of the top-k hits of every query, the share that has a judgment in the
   experiment's judgment lists. Below ``LOW_COVERAGE`` (50 %) a ``low_judgment_coverage``
   warning says the metrics undercount (unjudged hits count as irrelevant); when no query of the
@@ -82,8 +85,19 @@ def query_texts(results: Iterable[Mapping[str, Any]]) -> list[str]:
 
 
 def _metric_map(doc: Mapping[str, Any]) -> dict[str, float]:
-    return {str(m.get("metric")): float(m.get("value") or 0.0) for m in doc.get("metrics") or []
+    """Metric -> value of one stored result: the unrounded ``exactMetrics`` the workbench adds,
+    else the plugin's two-decimal ``metrics`` (results written before exact values were kept,
+    or by the plugin; ``rounded_results`` counts them)."""
+    stored = doc.get("exactMetrics")
+    if not isinstance(stored, list):
+        stored = doc.get("metrics")
+    return {str(m.get("metric")): float(m.get("value") or 0.0) for m in stored or []
             if isinstance(m, Mapping)}
+
+
+def rounded_results(run: Run) -> int:
+    """How many of a run's evaluation results hold only the rounded metric values."""
+    return sum(1 for doc in run.evaluations if not isinstance(doc.get("exactMetrics"), list))
 
 
 def _with_hit_rate(values: dict[str, float], k: int) -> dict[str, float]:
@@ -324,6 +338,15 @@ def build(experiment: Mapping[str, Any], names: Mapping[str, str], own: Run,
                                "metrics": summary["configurations"][0]["metrics"]}
     if judged_map is not None:
         summary["warnings"].extend(_coverage_warnings(experiment, rows, queries, judged_map, k))
+    rounded = rounded_results(own)
+    if rounded:
+        summary["warnings"].append({
+            "level": "warning", "code": "rounded_values", "results": rounded,
+            "message": f"{rounded} of {len(own.evaluations)} evaluation results were written "
+                       "without exact metric values (before the workbench stored them, or by "
+                       "the plugin); their values are rounded to two decimals, which turns small "
+                       "differences into ties and moves every p-value: run the experiment again "
+                       "for exact figures"})
     if own.variant_errors:
         summary["warnings"].append({
             "level": "warning", "code": "variant_errors",

@@ -13,6 +13,7 @@ from typing import Any
 from opensearchpy import OpenSearch
 
 from workbench.experiments.summary_build import Run
+from workbench.metrics import validate_ratings
 from workbench.querysets.entries import read_entries
 from workbench.store.indices import (
     EVALUATION_INDEX,
@@ -25,7 +26,7 @@ from workbench.store.indices import (
 from workbench.store.repository import Repository
 
 PAGE = 5_000
-FIELDS = ["searchConfigurationId", "searchText", "documentIds", "metrics",
+FIELDS = ["searchConfigurationId", "searchText", "documentIds", "metrics", "exactMetrics",
           "experimentVariantParameters", "scheduledRunId"]
 
 
@@ -97,6 +98,28 @@ def judged_documents(client: OpenSearch, judgment_ids: list[str]) -> dict[str, s
             if "#" in query:
                 judged.setdefault(query.split("#", 1)[0], set()).update(docs)
     return judged
+
+
+def human_ratings(client: OpenSearch, judgment_id: str
+                  ) -> tuple[dict[str, Any], dict[str, dict[str, float]]] | None:
+    """(the judgment list, query -> doc id -> rating) of a list people made, or None when there
+    is no such list. The first row of a query counts, as a run looks it up; a row keyed
+    ``text#{fields}`` (LLM judgments of custom fields) counts for ``text`` when ``text`` has
+    none. Raises ``MetricError`` naming the first rating that is not a number."""
+    source = Repository(client, JUDGMENT_INDEX).get_source(judgment_id)
+    if source is None:
+        return None
+    ratings: dict[str, dict[str, float]] = {}
+    for row in source.get("judgmentRatings") or []:
+        if not isinstance(row, dict):
+            continue
+        query = str(row.get("query"))
+        for key in (query, query.split("#", 1)[0]):
+            if key not in ratings:
+                ratings[key] = validate_ratings(
+                    {str(r.get("docId")): r.get("rating") for r in row.get("ratings") or []
+                     if isinstance(r, dict) and r.get("docId") is not None})
+    return source, ratings
 
 
 def scheduled_runs(client: OpenSearch, experiment_id: str) -> list[Run]:

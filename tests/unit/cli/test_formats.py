@@ -127,3 +127,28 @@ def test_authorization_from_options_or_environment() -> None:
                          ) == "Basic YWRtaW46cHc="
     assert authorization(None, None, {"WORKBENCH_AUTHORIZATION": "Bearer t"}) == "Bearer t"
     assert authorization(None, None, {}) is None
+
+
+def test_csv_of_a_label_sample_reads_back() -> None:
+    """The file ``workbench experiment label-sample`` writes (columns by header, document fields
+    after the rating) imports once people have filled in the ratings; a row left unrated is an
+    error naming it."""
+    from workbench.experiments.label_sample import as_csv
+
+    rows = [{"query": "tv", "docId": "B9", "fields": {"title": "TV, 55 inch", "brand": None}},
+            {"query": "tv", "docId": "B8", "fields": {"title": "Stand", "brand": ["a", "b"]}}]
+    text = as_csv(rows, ["title", "brand"])
+    assert text == ('query,docId,rating,title,brand\ntv,B9,,"TV, 55 inch",\n'
+                    'tv,B8,,Stand,a | b\n')
+    with pytest.raises(FormatError, match=r"line 2: no rating for 'tv', document 'B9' \(rate "
+                                          "every row, or delete the rows left unrated\\)"):
+        parse_judgments(text, "csv")
+    filled = text.replace("B9,,", "B9,2,").replace("B8,,", "B8,0,")
+    assert parse_judgments(filled, "csv") == [
+        {"query": "tv", "ratings": [{"docId": "B9", "rating": "2"},
+                                    {"docId": "B8", "rating": "0"}]}]
+    # the columns may come in any order under a header that names them
+    assert parse_judgments("rating\tnote\tdoc_id\tquery\n1\tok\tB1\ttv\n", "csv") == [
+        {"query": "tv", "ratings": [{"docId": "B1", "rating": "1"}]}]
+    with pytest.raises(FormatError, match="line 2: expected 4 fields or more, got 2"):
+        parse_judgments("rating,note,docId,query\n1,ok\n", "csv")

@@ -66,3 +66,41 @@ def test_summary_tables_show_names_with_brackets_as_written() -> None:
     text = console.export_text()
     assert "[red] base" in text and "cand [v2] vs [red] base" in text
     assert "0.500 ±0.100" in text and "1234 ±0.100" in text  # 4 significant digits when big
+
+
+def human_summary(estimate: float, ci: tuple[float, float], p_value: float) -> dict[str, Any]:
+    """A summary whose judge says nothing changed but whose human-corrected comparison says
+    ``estimate`` with interval ``ci``."""
+    answer = summary(0.0, 1.0)
+    answer["humanJudgments"] = {"queries": {"labelled": 30}, "comparisons": [{
+        "metric": "NDCG@10", "baseline": "base", "candidate": "cand", "pValue": p_value,
+        "ppi": {"estimate": estimate, "ci": list(ci)}, "humans": {"mean": estimate, "n": 30},
+        "bias": -0.01, "significant": ci[1] < 0 or ci[0] > 0}]}
+    return answer
+
+
+@pytest.mark.parametrize(("estimate", "ci", "code"), [
+    (-0.1, (-0.15, -0.05), REGRESSION),  # the interval lies below 0, beyond the margin
+    (-0.1, (-0.25, 0.05), PASS),         # the interval reaches 0
+    (-0.005, (-0.008, -0.002), PASS),    # below 0 but within the margin
+    (0.0, (0.0, 0.0), PASS),             # a tie
+])
+def test_verdicts_on_human_labels(estimate: float, ci: tuple[float, float], code: int) -> None:
+    verdict = decide(human_summary(estimate, ci, 0.01), "cand", "NDCG@10", 0.01, 0.05,
+                     human=True)
+    assert verdict.code == code and verdict.delta == estimate
+    text = "\n".join(explain(verdict, {}, "exp-1"))
+    assert "humans     PPI++ delta" in text and "on 30 labelled queries" in text
+    # the judge alone (no human labels) saw no change: it passes whatever the humans say
+    assert decide(human_summary(estimate, ci, 0.01), "cand", "NDCG@10", 0.01, 0.05).code == PASS
+
+
+def test_human_verdict_needs_the_section_and_an_interval() -> None:
+    with pytest.raises(GateError, match="no humanJudgments section"):
+        decide(summary(0.0, 1.0), "cand", "NDCG@10", 0.01, 0.05, human=True)
+    one = human_summary(0.0, (0.0, 0.0), 1.0)
+    one["humanJudgments"]["comparisons"][0]["ppi"] = None
+    one["humanJudgments"]["queries"]["labelled"] = 1
+    with pytest.raises(GateError, match=r"no interval for NDCG@10 \(labelled queries: 1; at "
+                                        "least 2 are needed\\)"):
+        decide(one, "cand", "NDCG@10", 0.01, 0.05, human=True)

@@ -13,9 +13,10 @@ from workbench.experiments.summary_build import LOW_COVERAGE, Run, build
 
 def evaluation(config: str, text: str, docs: list[str], ndcg: float,
                params: str | None = None, *, mrr: float = 0.0,
-               hit_rate: float | None = None) -> dict[str, Any]:
+               hit_rate: float | None = None, exact: bool = True) -> dict[str, Any]:
     """A stored result with the plugin's seven metrics, and HitRate@3 when ``hit_rate`` is
-    given (without it, as the plugin or an earlier workbench wrote it)."""
+    given (without it, as the plugin or an earlier workbench wrote it); ``exactMetrics`` the
+    same values unless ``exact`` is False (a result written before they were stored)."""
     metrics = [{"metric": name, "value": 0.0} for name in
                ("Coverage@3", "Precision@3", "Recall@3", "MAP@3")]
     metrics += [{"metric": "MRR", "value": mrr}, {"metric": "DCG@3", "value": 0.0},
@@ -24,6 +25,8 @@ def evaluation(config: str, text: str, docs: list[str], ndcg: float,
         metrics.append({"metric": "HitRate@3", "value": hit_rate})
     doc: dict[str, Any] = {"searchConfigurationId": config, "searchText": text,
                            "documentIds": docs, "metrics": metrics}
+    if exact:
+        doc["exactMetrics"] = [dict(m) for m in metrics]
     if params:
         doc["experimentVariantParameters"] = params
     return doc
@@ -45,6 +48,28 @@ def pointwise(judged: dict[str, set[str]]) -> dict[str, Any]:
     ])
     return build(POINTWISE, {"a": "A", "b": "B"}, own, judged, [], baseline="a",
                  metric="NDCG@3", alpha=0.05, permutations=1000)
+
+
+def test_exact_values_are_used_and_rounded_ones_are_flagged() -> None:
+    """A result's ``exactMetrics`` win over its rounded ``metrics``; one without them is read
+    rounded, and the summary says how many were."""
+    exact = evaluation("a", "q1", ["d1"], 0.33)
+    exact["exactMetrics"][-1]["value"] = 1 / 3
+    old = evaluation("b", "q1", ["d1"], 0.67, exact=False)
+    own = Run(results=[{"queryText": "q1"}] * 2, evaluations=[exact, old])
+    summary = build(POINTWISE, {}, own, {"q1": {"d1"}}, [], baseline="a", metric="NDCG@3",
+                    alpha=0.05, permutations=10)
+    a, b = summary["configurations"]
+    assert a["metrics"]["NDCG@3"]["mean"] == 1 / 3
+    assert b["metrics"]["NDCG@3"]["mean"] == 0.67
+    assert summary["comparisons"][0]["meanDelta"] == pytest.approx(0.67 - 1 / 3)
+    rounded = [w for w in summary["warnings"] if w["code"] == "rounded_values"]
+    assert rounded == [{
+        "level": "warning", "code": "rounded_values", "results": 1,
+        "message": "1 of 2 evaluation results were written without exact metric values "
+                   "(before the workbench stored them, or by the plugin); their values are "
+                   "rounded to two decimals, which turns small differences into ties and moves "
+                   "every p-value: run the experiment again for exact figures"}]
 
 
 def test_pointwise_rows_counts_and_coverage() -> None:
