@@ -160,9 +160,10 @@ def check_judge_aware_summary(api: Api, esci: dict[str, Any], direct: OpenSearch
     humans = ok(cli(server, env, "judgments", "import", str(path), "--name", "people")).strip()
 
     reply = api.srw("GET", f"/experiments/{experiment_id}/_summary",
-                    params={"humanJudgments": humans})
+                    params={"humanJudgments": humans, "interval": "normal"})
     assert reply.status == 200, reply.data[:500]
     section = reply.json["humanJudgments"]
+    assert section["interval"] == "normal"
     assert section["queries"] == {"total": 150, "labelled": 30, "unlabelled": 120}
     assert section["judgmentId"] == humans and section["name"] == "people"
     labelled = [queries.index(q) for q in chosen]
@@ -193,6 +194,14 @@ def check_judge_aware_summary(api: Api, esci: dict[str, Any], direct: OpenSearch
                                 alpha=0.05)
         assert comparison["ppi"]["ci"] == pytest.approx([float(low[0]), float(high[0])],
                                                         abs=1e-9)
+    # The default interval: the same estimates, sample variances and Student's t (n - 1 = 29).
+    default = api.srw("GET", f"/experiments/{experiment_id}/_summary",
+                      params={"humanJudgments": humans}).json["humanJudgments"]
+    assert default["interval"] == "t"
+    for normal, t in zip(section["configurations"], default["configurations"], strict=True):
+        a, b = normal["metrics"][NDCG]["ppi"], t["metrics"][NDCG]["ppi"]
+        assert (b["estimate"], b["lambda"]) == (a["estimate"], a["lambda"])
+        assert b["ci"][1] - b["ci"][0] > a["ci"][1] - a["ci"][0]
     tie = _comparison(section, esci["title_again"])
     assert tie["ppi"]["ci"] == [0.0, 0.0] and tie["significant"] is False
     worse = _comparison(section, esci["worse"])

@@ -17,6 +17,7 @@ from opensearchpy import NotFoundError
 from workbench.api import json_response, services
 from workbench.errors import BadRequest, Conflict, NotFound
 from workbench.experiments import label_sample, summary_humans, summary_read
+from workbench.experiments.ppi import INTERVALS
 from workbench.experiments.summary_build import (
     POINTWISE,
     Run,
@@ -139,11 +140,15 @@ def _add_human_section(experiment: dict[str, Any], summary: dict[str, Any], own:
     if not summary_humans.labelled_positions(queries, human):
         raise BadRequest(f"humanJudgments [{human_id}] rates none of the {len(queries)} "
                          f"queries of query set [{experiment.get('querySetId')}]")
+    kind = request.args.get("interval", "t")
+    if kind not in INTERVALS:
+        raise BadRequest(f"interval [{kind}] is not supported; expected one of "
+                         f"[{', '.join(INTERVALS)}]")
     metrics = [params["metric"]] + [m for m in metric_names(experiment)
                                     if m != params["metric"]]
     section, warnings = summary_humans.build(
         rows, names, queries, human, human_id, int(experiment.get("size") or 10),
-        params["baseline"], metrics, params["alpha"])
+        params["baseline"], metrics, params["alpha"], kind)
     section["name"] = source.get("name")
     summary["humanJudgments"] = section
     summary["warnings"].extend(warnings)

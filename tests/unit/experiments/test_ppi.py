@@ -8,6 +8,7 @@ import math
 import numpy as np
 import pytest
 from ppi_py import classical_mean_ci, ppi_mean_ci, ppi_mean_pointestimate
+from scipy import stats
 
 from workbench.experiments.ppi import classical_interval, ppi_interval, tuned_lambda
 
@@ -58,6 +59,31 @@ def test_humans_alone_equal_the_reference(case: tuple[np.ndarray, ...]) -> None:
     mine = classical_interval(y, 0.05)
     low, high = classical_mean_ci(y, alpha=0.05)
     assert (mine.low, mine.high) == pytest.approx((float(low), float(high)), abs=1e-9)
+
+
+@pytest.mark.parametrize("case", _cases())
+def test_t_interval_is_the_reference_with_sample_variances_and_a_t_quantile(
+        case: tuple[np.ndarray, ...]) -> None:
+    """Same estimate and lambda as the reference; the standard error from ddof-1 variances and
+    the half-width from Student's t with n - 1 degrees of freedom."""
+    y, f, unl = case
+    normal = ppi_interval(y, f, unl, 0.05)
+    got = ppi_interval(y, f, unl, 0.05, kind="t")
+    lam = normal.lam
+    se = math.sqrt(np.var(lam * unl, ddof=1) / unl.size + np.var(y - lam * f, ddof=1) / y.size)
+    half = stats.t.ppf(0.975, y.size - 1) * se
+    assert (got.estimate, got.lam) == (normal.estimate, normal.lam)
+    assert (got.low, got.high) == pytest.approx((got.estimate - half, got.estimate + half),
+                                                abs=1e-12)
+    assert got.p_value() == pytest.approx(2 * stats.t.sf(abs(got.estimate) / se, y.size - 1))
+    alone = classical_interval(y, 0.05, "t")
+    low, high = stats.t.interval(0.95, y.size - 1, loc=y.mean(), scale=stats.sem(y))
+    assert (alone.low, alone.high) == pytest.approx((low, high), abs=1e-12)
+
+
+def test_unknown_interval_kind() -> None:
+    with pytest.raises(ValueError, match="unknown interval kind 'wide'"):
+        ppi_interval([1.0, 0.0], [1.0, 0.0], [1.0], 0.05, kind="wide")
 
 
 def test_hand_worked_example() -> None:

@@ -8,6 +8,7 @@ import math
 import numpy as np
 import pytest
 from ppi_py import classical_mean_ci, ppi_mean_ci
+from scipy import stats
 
 from workbench.experiments import label_sample, summary_humans
 from workbench.experiments.summary_build import Row
@@ -43,10 +44,11 @@ def experiment() -> tuple[list[str], list[Row], dict[str, dict[str, float]]]:
 def test_figures_of_each_configuration_equal_the_reference() -> None:
     queries, rows, human = experiment()
     section, warnings = summary_humans.build(rows, {"base": "Base"}, queries, human, "h1", K,
-                                             "base", ["NDCG@3"], 0.05)
+                                             "base", ["NDCG@3"], 0.05, "normal")
     labelled = [0, 2, 3, 5, 7]
     assert section["queries"] == {"total": 8, "labelled": 5, "unlabelled": 3}
     assert section["method"] == "PPI++" and section["confidence"] == 0.95
+    assert section["interval"] == "normal"
     for row, config in zip(rows, section["configurations"], strict=True):
         y = np.array([ndcg(row.hits[i], human[queries[i]]) for i in labelled])
         f = np.array(row.values["NDCG@3"])[labelled]
@@ -68,15 +70,21 @@ def test_figures_of_each_configuration_equal_the_reference() -> None:
     # every top-3 hit of a labelled query is rated: full coverage, no coverage warning
     assert section["configurations"][0]["humanCoverage"] == {
         "k": 3, "judgedHits": 12, "hits": 12, "share": 1.0}
-    assert [w["code"] for w in warnings] == ["few_labelled_queries"]
-    assert warnings[0]["message"] == ("people labelled 5 of the 8 queries; intervals from fewer "
-                                      "than 10 rest on a rough normal approximation")
+    assert [w["code"] for w in warnings] == ["few_changed_queries", "few_labelled_queries"]
+    changed = section["comparisons"][0]["changedLabelledQueries"]
+    assert 0 < changed < 5
+    assert warnings[0]["message"] == (
+        f"NDCG@3 of [cand] differs from the baseline's on only {changed} of the 5 labelled "
+        "queries; an interval from fewer than 5 changed queries is too narrow: label more "
+        "queries before trusting it")
+    assert warnings[1]["message"] == ("people labelled 5 of the 8 queries; intervals from fewer "
+                                      "than 20 cover the truth less often than they say")
 
 
 def test_the_difference_is_paired_per_query() -> None:
     queries, rows, human = experiment()
     section, _ = summary_humans.build(rows, {}, queries, human, "h1", K, "base", ["NDCG@3"],
-                                      0.1)
+                                      0.1, "normal")
     (comparison,) = section["comparisons"]
     labelled = [0, 2, 3, 5, 7]
     y = np.array([ndcg(rows[1].hits[i], human[queries[i]])
@@ -89,6 +97,25 @@ def test_the_difference_is_paired_per_query() -> None:
     z = comparison["ppi"]["estimate"] / comparison["ppi"]["standardError"]
     assert comparison["pValue"] == pytest.approx(math.erfc(abs(z) / math.sqrt(2)))
     assert comparison["significant"] == (low[0] > 0 or high[0] < 0)
+
+
+def test_the_default_interval_is_t() -> None:
+    queries, rows, human = experiment()
+    section, _ = summary_humans.build(rows, {}, queries, human, "h1", K, "base", ["NDCG@3"],
+                                      0.05)
+    assert section["interval"] == "t"
+    figs = section["configurations"][0]["metrics"]["NDCG@3"]
+    labelled = [0, 2, 3, 5, 7]
+    y = np.array([ndcg(rows[0].hits[i], human[queries[i]]) for i in labelled])
+    f = np.array(rows[0].values["NDCG@3"])
+    lam = figs["ppi"]["lambda"]
+    se = math.sqrt(np.var(lam * f[[1, 4, 6]], ddof=1) / 3
+                   + np.var(y - lam * f[labelled], ddof=1) / 5)
+    half = stats.t.ppf(0.975, 4) * se
+    assert figs["ppi"]["ci"] == pytest.approx(
+        [figs["ppi"]["estimate"] - half, figs["ppi"]["estimate"] + half], abs=1e-12)
+    assert figs["humans"]["ci"] == pytest.approx(
+        list(stats.t.interval(0.95, 4, loc=y.mean(), scale=stats.sem(y))), abs=1e-12)
 
 
 def test_unrated_hits_and_one_labelled_query() -> None:
@@ -104,7 +131,7 @@ def test_unrated_hits_and_one_labelled_query() -> None:
     assert section["comparisons"][0]["pValue"] is None
     assert section["comparisons"][0]["significant"] is False
     assert [w["code"] for w in warnings] == ["low_human_coverage", "low_human_coverage",
-                                             "few_labelled_queries"]
+                                             "few_changed_queries", "few_labelled_queries"]
     assert warnings[-1]["message"].endswith("and are not given")
 
 
