@@ -76,12 +76,13 @@ def holm_reference(pvalues: list[float]) -> list[float]:
 
 def per_query(evaluations: list[dict[str, Any]], queries: list[str],
               key: Any) -> dict[Any, dict[str, np.ndarray]]:
-    """key(evaluation) -> metric -> values over ``queries`` (0 where a query has no result)."""
+    """key(evaluation) -> metric -> values over ``queries`` (0 where a query has no result),
+    from the exact values stored beside the rounded ones (what the summary reads)."""
     position = {q: i for i, q in enumerate(queries)}
     out: dict[Any, dict[str, np.ndarray]] = {}
     for doc in evaluations:
         values = out.setdefault(key(doc), {m: np.zeros(len(queries)) for m in METRICS})
-        for metric in doc["metrics"]:
+        for metric in doc["exactMetrics"]:
             values[metric["metric"]][position[doc["searchText"]]] = metric["value"]
     return out
 
@@ -167,7 +168,7 @@ def check_pairwise_summary(api: Api, experiment_id: str, done: dict[str, Any]) -
     summary = summary_of(api, experiment_id)
     assert summary["metric"] == "jaccard" and summary["comparisons"] == []
     for metric in ("jaccard", "rbo50", "rbo90", "frequencyWeighted"):
-        values = np.array([next(m["value"] for m in r["metrics"] if m["metric"] == metric)
+        values = np.array([next(m["value"] for m in r["exactMetrics"] if m["metric"] == metric)
                            for r in done["results"]])
         for row in summary["configurations"]:
             check_describe(row["metrics"][metric], values)
@@ -182,7 +183,7 @@ def check_hybrid_summary(api: Api, experiment_id: str, esci: dict[str, Any],
     queries: list[str] = esci["queries"]
     evaluations = [h["_source"] for h in scan(
         direct, index=EVALUATIONS, query={"query": {"term": {"experimentId": experiment_id}}},
-        _source=["searchText", "metrics", "experimentVariantParameters"])]
+        _source=["searchText", "exactMetrics", "experimentVariantParameters"])]
     values = per_query(evaluations, queries, lambda e: e["experimentVariantParameters"])
     summary = summary_of(api, experiment_id)
     rows = summary["configurations"]

@@ -47,7 +47,7 @@ def test_summary_of_two_configurations(api: Api, world: dict[str, Any],  # noqa:
     assert rank["queries"] == {"run": 2, "withHits": 1, "judged": 1, "withJudgedHits": 1}
     assert rank["judgmentCoverage"] == {"k": 3, "judgedHits": 2, "hits": 3, "share": 2 / 3}
     stored = {(e["searchConfigurationId"], e["searchText"]): {
-        m["metric"]: m["value"] for m in e["metrics"]}
+        m["metric"]: m["value"] for m in e["exactMetrics"]}
         for e in by_experiment(direct, EVALUATIONS, compared)}
     for row in (rank, price):
         ndcg = stored[(row["searchConfigurationId"], "worked")]["NDCG@3"]

@@ -95,9 +95,11 @@ def _metric_map(doc: Mapping[str, Any]) -> dict[str, float]:
             if isinstance(m, Mapping)}
 
 
-def rounded_results(run: Run) -> int:
-    """How many of a run's evaluation results hold only the rounded metric values."""
-    return sum(1 for doc in run.evaluations if not isinstance(doc.get("exactMetrics"), list))
+def rounded_results(experiment: Mapping[str, Any], run: Run) -> tuple[int, int]:
+    """(how many of a run's per-query results hold only the rounded metric values, of how
+    many): its evaluation results, or a pairwise run's ``results`` entries."""
+    docs = run.results if experiment.get("type") == PAIRWISE else run.evaluations
+    return sum(1 for doc in docs if not isinstance(doc.get("exactMetrics"), list)), len(docs)
 
 
 def _with_hit_rate(values: dict[str, float], k: int) -> dict[str, float]:
@@ -338,11 +340,11 @@ def build(experiment: Mapping[str, Any], names: Mapping[str, str], own: Run,
                                "metrics": summary["configurations"][0]["metrics"]}
     if judged_map is not None:
         summary["warnings"].extend(_coverage_warnings(experiment, rows, queries, judged_map, k))
-    rounded = rounded_results(own)
+    rounded, stored = rounded_results(experiment, own)
     if rounded:
         summary["warnings"].append({
             "level": "warning", "code": "rounded_values", "results": rounded,
-            "message": f"{rounded} of {len(own.evaluations)} evaluation results were written "
+            "message": f"{rounded} of {stored} per-query results were written "
                        "without exact metric values (before the workbench stored them, or by "
                        "the plugin); their values are rounded to two decimals, which turns small "
                        "differences into ties and moves every p-value: run the experiment again "

@@ -66,7 +66,7 @@ def test_exact_values_are_used_and_rounded_ones_are_flagged() -> None:
     rounded = [w for w in summary["warnings"] if w["code"] == "rounded_values"]
     assert rounded == [{
         "level": "warning", "code": "rounded_values", "results": 1,
-        "message": "1 of 2 evaluation results were written without exact metric values "
+        "message": "1 of 2 per-query results were written without exact metric values "
                    "(before the workbench stored them, or by the plugin); their values are "
                    "rounded to two decimals, which turns small differences into ties and moves "
                    "every p-value: run the experiment again for exact figures"}]
