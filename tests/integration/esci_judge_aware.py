@@ -16,6 +16,7 @@ import csv
 import io
 import json
 import math
+import re
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +28,7 @@ from ppi_py import ppi_mean_ci
 from tests.integration.test_cli_loop import cli, ok
 from tests.integration.test_experiments import EVALUATIONS, by_experiment, create, wait
 from tests.support.api import Api
-from tests.support.processes import Server
+from tests.support.processes import REPO, Server
 
 K = 10
 NDCG = f"NDCG@{K}"
@@ -71,6 +72,8 @@ def check_exact_and_rounded_table(api: Api, esci: dict[str, Any], direct: OpenSe
     assert (exact["wins"], exact["losses"], exact["ties"]) == (7, 4, 139)
     assert round(exact["tTest"]["pValue"], 4) == 0.0697
     assert round(exact["wilcoxon"]["pValue"], 4) == 0.0682
+    exact_map = _comparison(reply.json, esci["bullets"], f"MAP@{K}")
+    assert (round(exact_map["tTest"]["pValue"], 4), exact_map["significant"]) == (0.0358, True)
 
     # Results written before exact values were kept: the summary falls back, and says so.
     direct.update_by_query(index=EVALUATIONS, refresh=True, body={
@@ -82,6 +85,9 @@ def check_exact_and_rounded_table(api: Api, esci: dict[str, Any], direct: OpenSe
     assert (rounded["wins"], rounded["losses"], rounded["ties"]) == (7, 2, 141)
     assert round(rounded["tTest"]["pValue"], 4) == 0.0589
     assert round(rounded["wilcoxon"]["pValue"], 4) == 0.0431
+    rounded_map = _comparison(reply.json, esci["bullets"], f"MAP@{K}")
+    assert (round(rounded_map["tTest"]["pValue"], 4), rounded_map["significant"]) == (0.0851,
+                                                                                      False)
     warning = next(w for w in reply.json["warnings"] if w["code"] == "rounded_values")
     assert warning["results"] == len(stored) and warning["level"] == "warning"
 
@@ -96,6 +102,42 @@ def _evaluated(direct: OpenSearch, experiment_id: str, queries: list[str]
         out.setdefault(doc["searchConfigurationId"], {})[doc["searchText"]] = (
             doc["documentIds"], exact[NDCG])
     return {c: {q: by_query.get(q, ([], 0.0)) for q in queries} for c, by_query in out.items()}
+
+
+def documented_example() -> dict[str, list[float]]:
+    """The worked example's table in docs/significance.md: label -> its numbers."""
+    text = (REPO / "docs" / "significance.md").read_text()
+    start = text.index("<!-- worked example -->")
+    rows = {}
+    for line in text[start:].splitlines()[3:]:
+        if not line.startswith("| `"):
+            break
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        numbers = [float(x) for x in re.findall(r"[-+]?\d+\.\d+|[-+]?\d+", " ".join(cells[1:]))]
+        rows[cells[0].strip("`")] = numbers
+    return rows
+
+
+def worked_example(section: dict[str, Any], names: dict[str, str]) -> dict[str, list[float]]:
+    """The rows of docs/significance.md's worked example: label -> [judge mean, humans mean,
+    PPI estimate, CI low, CI high, judge bias (rounded to 3), effective labelled queries
+    (rounded to 1)]."""
+    rows: dict[str, list[float]] = {}
+
+    def row(figs: dict[str, Any]) -> list[float]:
+        return [*(round(v, 3) for v in (
+            figs["judge"]["mean"], figs["humans"]["mean"], figs["ppi"]["estimate"],
+            figs["ppi"]["ci"][0], figs["ppi"]["ci"][1], figs["bias"])),
+            round(figs["effectiveLabelledQueries"], 1)]
+
+    for config in section["configurations"]:
+        if config["searchConfigurationId"] in names:
+            rows[names[config["searchConfigurationId"]]] = row(config["metrics"][NDCG])
+    for comparison in section["comparisons"]:
+        if comparison["metric"] == NDCG and comparison["candidate"] in names:
+            rows[f"{names[comparison['candidate']]} - {names[comparison['baseline']]}"] = \
+                row(comparison)
+    return rows
 
 
 def check_judge_aware_summary(api: Api, esci: dict[str, Any], direct: OpenSearch, server: Server,
@@ -146,8 +188,12 @@ def check_judge_aware_summary(api: Api, esci: dict[str, Any], direct: OpenSearch
     path = tmp / "labels.csv"
     result = cli(server, env, "experiment", "label-sample", experiment_id, "--queries", "30",
                  "--seed", "24", "--fields", "title", "--out", str(path))
-    assert f"30 of 150 queries, {len(sample['rows'])} documents to rate (seed 24)" in \
-        ok(result) + result.stderr
+    ok(result)
+    said = " ".join(result.stderr.split()).replace(str(path), "labels.csv")
+    assert said.startswith(f"30 of 150 queries, {len(sample['rows'])} documents to rate (seed "
+                           "24) -> labels.csv; fill in the rating column"), said
+    # docs/significance.md shows this very line
+    assert f"# {said.split(';')[0]};" in (REPO / "docs" / "significance.md").read_text(), said
     rows = list(csv.reader(io.StringIO(path.read_text())))
     assert rows[0] == ["query", "docId", "rating", "title"]
     human: dict[str, dict[str, float]] = {}
@@ -243,4 +289,16 @@ def check_judge_aware_summary(api: Api, esci: dict[str, Any], direct: OpenSearch
     no_budget = api.srw("GET", f"/experiments/{experiment_id}/_label_sample")
     assert no_budget.status == 400
     assert no_budget.reason == "queries is required: how many queries people will label"
-    print(json.dumps({"tie": tie["ppi"], "worse": worse["ppi"]}))
+    # docs/significance.md's worked example is this run; its last column is the truth: the
+    # human-judged mean had people rated the pool of every query (ESCI's labels, 0 without one).
+    figures = worked_example(default, names={esci["title"]: "title", esci["worse"]: "description"})
+    pooled = {q: {d: esci["ratings"].get(q, {}).get(d, 0.0) for c in configs
+                  for d in runs[c][q][0]} for q in queries}
+    truth = {c: np.array([reference_ndcg(runs[c][q][0], pooled[q]) for q in queries])
+             for c in (esci["title"], esci["worse"])}
+    figures["title"].append(round(float(truth[esci["title"]].mean()), 3))
+    figures["description"].append(round(float(truth[esci["worse"]].mean()), 3))
+    figures["description - title"].append(
+        round(float((truth[esci["worse"]] - truth[esci["title"]]).mean()), 3))
+    print(json.dumps(figures))
+    assert figures == documented_example()

@@ -74,6 +74,8 @@ def tables(summary: Mapping[str, Any]) -> list[tuple[str, list[str], list[list[s
                       _p(c["wilcoxon"]["pValue"]), _p(c["randomization"]["pValue"]),
                       _num(c["effectSize"]["cohensD"], 3), _num(c["significant"])]
                      for c in summary["comparisons"]]))
+    if summary.get("humanJudgments"):
+        out.append(_human_table(summary, summary["humanJudgments"], metric))
     if summary.get("best"):
         out.append(("Best variant per metric (Holm-corrected paired t-tests)",
                     ["metric", "best variant", "mean", "significantly better than"],
@@ -91,6 +93,34 @@ def tables(summary: Mapping[str, Any]) -> list[tuple[str, list[str], list[list[s
                       _num((h["change"] or {}).get("droppedSignificantly"))]
                      for h in summary["history"]]))
     return out
+
+
+def _human_table(summary: Mapping[str, Any], section: Mapping[str, Any], metric: str
+                 ) -> tuple[str, list[str], list[list[str]]]:
+    """The judge-aware figures of the emphasised metric: every configuration, then every
+    comparison with the baseline (docs/significance.md)."""
+    queries = section["queries"]
+    title = (f"{metric} corrected by human labels ({section['method']}, {section['interval']} "
+             f"intervals): {queries['labelled']} of {queries['total']} queries labelled in "
+             f"{section.get('name') or section['judgmentId']}")
+    header = ["", "judge mean", "humans mean (labelled)", "PPI estimate",
+              f"{section['confidence']:.0%} CI", "judge bias", "Pearson r",
+              "worth (labelled queries)", "p", "significant"]
+
+    def cells(figs: Mapping[str, Any]) -> list[str]:
+        ppi = figs.get("ppi") or {}
+        ci = ppi.get("ci")
+        return [_num(figs["judge"]["mean"]), _num(figs["humans"]["mean"]),
+                _num(ppi.get("estimate")), "–" if not ci else f"[{ci[0]:.4f}, {ci[1]:.4f}]",
+                _num(figs["bias"]), _num(figs["agreement"]["pearson"], 3),
+                _num(figs["effectiveLabelledQueries"], 1)]
+
+    rows = [[_label(c), *cells(c["metrics"][metric]), "", ""]
+            for c in section["configurations"] if metric in c["metrics"]]
+    rows += [[f"{_name(summary, c['candidate'])} - {_name(summary, c['baseline'])}",
+              *cells(c), _p(c["pValue"]), _num(c["significant"])]
+             for c in section["comparisons"] if c["metric"] == metric]
+    return title, header, rows
 
 
 def _name(summary: Mapping[str, Any], config_id: str) -> str:

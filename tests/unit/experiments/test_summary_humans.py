@@ -167,3 +167,29 @@ def test_pool_is_the_union_of_the_top_k_in_rank_order() -> None:
             Row("b", hits=[["d2", "d5"], []])]
     assert label_sample.pool(rows, ["q1", "q2"], ["q1"], 3) == [
         ("q1", "d1", "a"), ("q1", "d2", "b"), ("q1", "d5", "b"), ("q1", "d3", "a")]
+
+
+def test_the_report_shows_the_corrected_figures() -> None:
+    from workbench.experiments import report
+
+    queries, rows, human = experiment()
+    section, warnings = summary_humans.build(rows, {"base": "Base", "cand": "Cand"}, queries,
+                                             human, "h1", K, "base", ["NDCG@3"], 0.05)
+    section["name"] = "people"
+    summary = {"experimentId": "e", "type": "POINTWISE_EVALUATION", "querySetId": "qs",
+               "judgmentList": ["j"], "size": K, "queries": {"total": 8}, "baseline": "base",
+               "metric": "NDCG@3", "alpha": 0.05, "warnings": warnings, "comparisons": [],
+               "configurations": [{"searchConfigurationId": c, "name": c.title(),
+                                   "queries": {"run": 8, "withHits": 7},
+                                   "metrics": {"NDCG@3": {"mean": 0.5, "median": 0.5,
+                                                          "sd": 0.1, "ci95": [0.4, 0.6]}}}
+                                  for c in ("base", "cand")],
+               "humanJudgments": section}
+    md = report.markdown(summary)
+    assert ("## NDCG@3 corrected by human labels (PPI++, t intervals): 5 of 8 queries "
+            "labelled in people") in md
+    base = section["configurations"][0]["metrics"]["NDCG@3"]
+    low, high = base["ppi"]["ci"]
+    assert (f"| Base | {base['judge']['mean']:.4f} | {base['humans']['mean']:.4f} | "
+            f"{base['ppi']['estimate']:.4f} | [{low:.4f}, {high:.4f}] |") in md
+    assert "| Cand - Base |" in md and "few_labelled_queries" in md
