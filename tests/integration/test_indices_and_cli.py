@@ -100,10 +100,28 @@ def test_load_demo_indexes_products_and_ubi(env, direct: OpenSearch) -> None:
         direct.indices.delete(index=products, ignore=[404])
 
 
-def test_load_demo_needs_a_path(env) -> None:
-    result = run_cli(env, "load-demo")
-    assert result.returncode == 2
-    assert "give --products and/or --ubi" in result.stderr
+def test_load_demo_without_paths_loads_the_shipped_data(env, direct) -> None:
+    """The demo data ships in the package: the same files as the data set, compressed."""
+    import gzip
+
+    from workbench.demo import load
+
+    assert gzip.decompress(load.UBI.read_bytes()) == (ESCI / "ubi_queries_events.ndjson"
+                                                      ).read_bytes()
+    assert load.PRODUCTS.read_bytes() == (UBI_SAMPLE / "ubi_ecommerce_products.json.gz"
+                                          ).read_bytes()
+    for shipped, source in ((load.QUERY_SET, "esci_us_queryset.json"),
+                            (load.JUDGMENTS, "esci_us_judgments.json")):
+        assert gzip.decompress(shipped.read_bytes()) == (ESCI / source).read_bytes()
+    products = f"test-shipped-{uuid.uuid4().hex[:6]}"
+    try:
+        result = run_cli(env, "load-demo", "--products-index", products)
+        assert result.returncode == 0, result.stderr
+        assert result.stdout.splitlines() == [
+            f"{products}: 6764 documents", "ubi_events: 3448 documents",
+            "ubi_queries: 473 documents"]
+    finally:
+        direct.indices.delete(index=products, ignore=[404])
 
 
 def test_status_reports_each_service(env, worker) -> None:

@@ -43,10 +43,13 @@ def main(argv: list[str] | None = None) -> int:
 
     sub.add_parser("init-indices", help="create the system indices (idempotent)")
 
-    demo = sub.add_parser("load-demo", help="index the demo product catalogue and UBI data")
-    demo.add_argument("--products", help="ubi_ecommerce_products.json.gz (JSON lines, gzipped)")
+    demo = sub.add_parser("load-demo", help="index the demo product catalogue and UBI data "
+                                             "(the shipped files unless others are named)")
+    demo.add_argument("--products", help="a product catalogue, JSON lines (gzipped or not); "
+                                         "alone, only it is loaded")
     demo.add_argument("--products-index", default="ecommerce")
-    demo.add_argument("--ubi", help="ubi_queries_events.ndjson (bulk NDJSON)")
+    demo.add_argument("--ubi", help="UBI queries and events, bulk NDJSON (gzipped or not); "
+                                    "alone, only it is loaded")
 
     sub.add_parser("status", help="check the cluster, Redis and the workers")
 
@@ -224,12 +227,12 @@ def _try_init_indices(config: Config) -> None:
 
 
 def _load_demo(config: Config, args: argparse.Namespace) -> int:
-    from workbench.demo.load import load_demo
+    from workbench.demo.load import PRODUCTS, UBI, load_demo
 
-    if not args.products and not args.ubi:
-        print("workbench load-demo: give --products and/or --ubi", file=sys.stderr)
-        return 2
-    report = load_demo(config, args.products, args.products_index, args.ubi)
+    products, ubi = args.products, args.ubi
+    if not products and not ubi:  # the data shipped with the package
+        products, ubi = str(PRODUCTS), str(UBI)
+    report = load_demo(config, products, args.products_index, ubi)
     for index, count in report.items():
         print(f"{index}: {count} documents")
     return 0

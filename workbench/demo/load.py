@@ -1,4 +1,8 @@
-"""``workbench load-demo``: the demo product catalogue and the ESCI UBI queries and events."""
+"""``workbench load-demo``: the demo product catalogue and the ESCI UBI queries and events.
+
+The demo data ships inside the package (``workbench/demo/data``, attribution in its
+``NOTICE.md``): with no file named, ``load-demo`` loads the shipped catalogue and UBI sample.
+"""
 
 from __future__ import annotations
 
@@ -16,6 +20,17 @@ from workbench.store.bootstrap import ensure_index, load_spec
 from workbench.store.client import make_client
 
 BATCH = 1000
+DATA = Path(__file__).resolve().parent / "data"
+PRODUCTS = DATA / "ubi_ecommerce_products.json.gz"
+UBI = DATA / "ubi_queries_events.ndjson.gz"
+QUERY_SET = DATA / "esci_us_queryset.json.gz"
+JUDGMENTS = DATA / "esci_us_judgments.json.gz"
+
+
+def read_json(path: Path) -> Any:
+    """A shipped JSON file (gzipped or not)."""
+    with _open(path) as f:
+        return json.load(f)
 
 
 def load_demo(
