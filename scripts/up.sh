@@ -3,7 +3,9 @@
 # local OpenSearch and Redis (installed and started here) unless OPENSEARCH_URL / REDIS_URL
 # are given. Idempotent: what already runs is reused. Stop with scripts/down.sh.
 # The API listens behind the HAProxy front (haproxy is installed from Debian's packages);
-# WORKBENCH_FRONT=none serves with gunicorn alone.
+# WORKBENCH_FRONT=none serves with gunicorn alone. Any other setting (README, Configuration) is
+# given the same way, in the environment of this script: it reaches the API, worker and
+# scheduler it starts (stop them with scripts/down.sh first, so they start again with it).
 #
 # Logs: $WORKBENCH_HOME/logs/{workbench-api,workbench-worker,redis}.log and
 #       $WORKBENCH_HOME/logs/opensearch/opensearch.log
@@ -23,6 +25,21 @@ if [ -z "${REDIS_URL:-}" ]; then
 fi
 export OPENSEARCH_URL REDIS_URL
 WB=".venv/bin/workbench"
+
+# The key that encrypts stored model API keys: WORKBENCH_SECRET_KEY when set, else one generated
+# on the first start and kept (mode 0600) under $WORKBENCH_HOME, so `models` with an apiKey works
+# at once and keeps working across restarts.
+if [ -z "${WORKBENCH_SECRET_KEY:-}" ]; then
+  key_file="$WORKBENCH_HOME/secret_key"
+  if [ ! -s "$key_file" ]; then
+    (umask 077 && .venv/bin/python -c \
+      "from cryptography.fernet import Fernet; print(Fernet.generate_key().decode())" \
+      >"$key_file.tmp" && mv "$key_file.tmp" "$key_file")
+    say "generated WORKBENCH_SECRET_KEY in $key_file (mode 0600)"
+  fi
+  WORKBENCH_SECRET_KEY=$(cat "$key_file")
+  export WORKBENCH_SECRET_KEY
+fi
 
 $WB init-indices >&2
 
