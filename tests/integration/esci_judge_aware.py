@@ -275,6 +275,14 @@ def check_judge_aware_summary(api: Api, esci: dict[str, Any], direct: OpenSearch
     assert missing.status == 400
     assert missing.reason == ("humanJudgments [no-such-list] is not a judgment list (no "
                               "judgment has this id)")
+    empty = api.srw("GET", f"/experiments/{experiment_id}/_summary",
+                    params={"humanJudgments": " "})
+    assert (empty.status, empty.reason) == (
+        400, "humanJudgments is empty; it names the judgment list people made")
+    wide = api.srw("GET", f"/experiments/{experiment_id}/_summary",
+                   params={"humanJudgments": humans, "interval": "wide"})
+    assert (wide.status, wide.reason) == (
+        400, "interval [wide] is not supported; expected one of [t, normal]")
     elsewhere = api.srw("PUT", "/judgments", {
         "name": "other queries", "type": "IMPORT_JUDGMENT",
         "judgmentRatings": [{"query": "not in the query set",

@@ -324,3 +324,25 @@ def test_a_failed_experiment_exits_1_and_fails_the_gate_with_2(
     gate = cli(server, env, "gate", "--baseline", loop["title"], "--candidate", broken,
                "--query-set", loop["querySet"], "--judgments", loop["judgment"])
     assert gate.returncode == 2 and "ended ERROR" in gate.stderr
+
+
+def test_demo_runs_a_first_experiment(server: Server, env: dict[str, str], worker: Worker,
+                                      direct: OpenSearch) -> None:
+    """`workbench demo`: the shipped catalogue indexed through the pass-through, the ESCI query
+    set and judgments, two configurations, a pointwise experiment, its summary and verdict."""
+    index = f"test-demo-{uuid.uuid4().hex[:6]}"
+    try:
+        result = cli(server, env, "demo", "--index", index)
+        shown = ok(result)
+        assert f"catalogue: 6764 demo products indexed into {index}" in result.stderr
+        assert "title and bullets vs title match (paired over queries)" in shown
+        assert shown.rstrip().splitlines()[-1] == (
+            "verdict: title and bullets vs title match, NDCG@10 +0.0024 over 150 queries "
+            "(wins 7, losses 4); paired t-test p = 0.0697: not significant at alpha 0.05, no "
+            "evidence of a difference")
+        assert direct.count(index=index)["count"] == 6764
+        again = cli(server, env, "demo", "--index", index)
+        assert ok(again).rstrip().splitlines()[-1] == shown.rstrip().splitlines()[-1]
+        assert f"catalogue: {index} already holds the 6764 demo products" in again.stderr
+    finally:
+        direct.indices.delete(index=index, ignore=[404])

@@ -125,6 +125,12 @@ def _add_human_section(experiment: dict[str, Any], summary: dict[str, Any], own:
     if experiment.get("type") != POINTWISE:
         raise BadRequest(f"humanJudgments applies to POINTWISE_EVALUATION experiments; "
                          f"experiment [{experiment.get('id')}] is {experiment.get('type')}")
+    if not human_id.strip():
+        raise BadRequest("humanJudgments is empty; it names the judgment list people made")
+    kind = request.args.get("interval", "t")
+    if kind not in INTERVALS:
+        raise BadRequest(f"interval [{kind}] is not supported; expected one of "
+                         f"[{', '.join(INTERVALS)}]")
     try:
         found = summary_read.human_ratings(services().client, human_id)
     except MetricError as exc:
@@ -140,10 +146,6 @@ def _add_human_section(experiment: dict[str, Any], summary: dict[str, Any], own:
     if not summary_humans.labelled_positions(queries, human):
         raise BadRequest(f"humanJudgments [{human_id}] rates none of the {len(queries)} "
                          f"queries of query set [{experiment.get('querySetId')}]")
-    kind = request.args.get("interval", "t")
-    if kind not in INTERVALS:
-        raise BadRequest(f"interval [{kind}] is not supported; expected one of "
-                         f"[{', '.join(INTERVALS)}]")
     metrics = [params["metric"]] + [m for m in metric_names(experiment)
                                     if m != params["metric"]]
     section, warnings = summary_humans.build(

@@ -72,6 +72,22 @@ class WorkbenchClient:
         except ValueError:
             return text
 
+    def bulk(self, index: str, ndjson: str) -> dict[str, Any]:
+        """``POST /{index}/_bulk`` through the pass-through (NDJSON body); its answer."""
+        headers = dict(self._headers, **{"Content-Type": "application/x-ndjson"})
+        try:
+            response = self._http.request("POST", f"{self.url}/{quote(index, safe='')}/_bulk",
+                                          body=ndjson.encode(), headers=headers)
+        except urllib3.exceptions.HTTPError as exc:
+            raise ClientError(f"cannot reach the workbench at {self.url}: "
+                              f"{type(exc).__name__}: {exc}") from None
+        text = response.data.decode("utf-8", "replace")
+        if response.status != 200:
+            raise ClientError(f"POST /{index}/_bulk answered {response.status}: "
+                              f"{_reason(text)}")
+        answer: dict[str, Any] = json.loads(text)
+        return answer
+
     def srw(self, method: str, path: str, body: Any = None, **kwargs: Any) -> Any:
         return self.call(method, SRW + path, body, **kwargs)
 

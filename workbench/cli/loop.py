@@ -14,11 +14,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from workbench.cli import formats, gate
+from workbench.cli import demo, formats, gate
 from workbench.cli.client import ClientError, WorkbenchClient, authorization
 from workbench.cli.output import err, print_summary, wait_with_progress
 
-COMMANDS = ("query-set", "judgments", "search-config", "experiment", "export", "gate")
+COMMANDS = ("query-set", "judgments", "search-config", "experiment", "export", "gate", "demo")
 TYPES = {"pointwise": "POINTWISE_EVALUATION", "pairwise": "PAIRWISE_COMPARISON",
          "hybrid": "HYBRID_OPTIMIZER"}
 
@@ -128,6 +128,8 @@ def add_commands(sub: Any) -> None:
     eq.add_argument("--topics")
     eq.add_argument("--topics-out")
 
+    demo.add_command(sub, conn)
+
     gate_cmd = sub.add_parser(
         "gate", parents=[conn],
         help="fail (exit 1) when a candidate configuration is significantly worse",
@@ -166,6 +168,7 @@ def run(args: argparse.Namespace) -> int:
         ("export", "run"): _export_run,
         ("export", "qrels"): _export_qrels,
         ("gate", None): _gate,
+        ("demo", None): demo.run,
     }[(args.command, getattr(args, "action", None))]
     try:
         return handler(client, args)

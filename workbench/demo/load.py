@@ -42,7 +42,7 @@ def load_demo(
     if products:
         ensure_index(client, load_spec(config.index_mappings_dir, "demo/ecommerce.json"),
                      products_index)
-        _bulk(client, _product_actions(Path(products), products_index))
+        _bulk(client, product_actions(Path(products), products_index))
         written.append(products_index)
     if ubi:
         for name in ("ubi_queries", "ubi_events"):
@@ -64,7 +64,7 @@ def _open(path: Path) -> Any:
     return gzip.open(path, "rt", encoding="utf-8") if path.suffix == ".gz" else path.open()
 
 
-def _product_actions(path: Path, index: str) -> Iterator[dict[str, Any]]:
+def product_actions(path: Path, index: str) -> Iterator[dict[str, Any]]:
     """JSON lines whose documents carry their ``_id`` (as Dashboards' sample file does)."""
     with _open(path) as lines:
         for line in lines:
