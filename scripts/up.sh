@@ -3,7 +3,7 @@
 # local OpenSearch and Redis (installed and started here) unless OPENSEARCH_URL / REDIS_URL
 # are given. Idempotent: what already runs is reused. Stop with scripts/down.sh.
 # The API listens behind the HAProxy front (haproxy is installed from Debian's packages);
-# WORKBENCH_FRONT=none serves with gunicorn alone. Any other setting (README, Configuration) is
+# WORKBENCH_FRONT=none serves with gunicorn alone. Any other setting (docs/configuration.md) is
 # given the same way, in the environment of this script: it reaches the API, worker and
 # scheduler it starts (stop them with scripts/down.sh first, so they start again with it).
 #

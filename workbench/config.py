@@ -1,7 +1,8 @@
 """Every workbench setting in one place: its default, its environment variable, its meaning.
 
 The fields of ``Config`` are the single source: ``Config.from_env`` reads them, ``settings_table``
-renders the README's configuration table, and the docker-compose test checks against them.
+renders the configuration table of docs/configuration.md, and the docker-compose test checks
+against them.
 """
 
 from __future__ import annotations
@@ -131,7 +132,7 @@ class Config:
         "URL of the OpenSearch cluster the workbench fronts.")
     opensearch_username: str | None = setting(
         None, "OPENSEARCH_USERNAME", _optional_str,
-        "User for HTTP basic auth to the cluster: the identity jobs run as (see README, Security).")
+        "User for HTTP basic auth to the cluster: the identity jobs run as (docs/security.md).")
     opensearch_password: str | None = setting(
         None, "OPENSEARCH_PASSWORD", _optional_str,
         "Password for that user. Never logged or returned.", secret=True)
@@ -144,7 +145,7 @@ class Config:
         False, "WORKBENCH_JOB_IMPERSONATION", _bool,
         "Jobs act for the user who created them through the security plugin's REST "
         "impersonation (opendistro_security_impersonate_as), so document- and field-level "
-        "security applies to their searches; see README, Security.")
+        "security applies to their searches; see docs/security.md.")
     opensearch_verify_certs: bool = setting(
         True, "OPENSEARCH_VERIFY_CERTS", _bool, "Verify the cluster's TLS certificate.")
     opensearch_ca_certs: str | None = setting(
@@ -202,7 +203,7 @@ class Config:
         "it waits its job is queued again every few seconds rather than holding a worker.")
     models_file: str | None = setting(
         None, "WORKBENCH_MODELS_FILE", _optional_str,
-        "JSON file of LLM models registered with the workbench (see README, LLM models).")
+        "JSON file of LLM models registered with the workbench (docs/llm-models.md).")
     models_json: str | None = setting(
         None, "WORKBENCH_MODELS", _optional_str,
         "The same list of registered LLM models, inline as JSON.")
@@ -246,7 +247,7 @@ class Config:
     evaluate_batch_limit: int = setting(
         50, "WORKBENCH_EVALUATE_BATCH_LIMIT", _positive_int,
         "Most evaluations one POST _evaluate/_batch judges while the caller waits; a larger "
-        "batch is queued as a job (README, Beyond the plugin).")
+        "batch is queued as a job (docs/evaluate.md).")
     scheduler_interval: float = setting(
         10.0, "WORKBENCH_SCHEDULER_INTERVAL", _positive_float,
         "Seconds between two looks of the scheduler for scheduled experiments that are due.")
@@ -353,7 +354,7 @@ def settings_table() -> list[Field[Any]]:
 
 
 def markdown_table() -> str:
-    """The README's configuration table, rendered from the Config fields."""
+    """The configuration table of docs/configuration.md, rendered from the Config fields."""
     rows = ["| Variable | Default | Meaning |", "|---|---|---|"]
     for f in settings_table():
         default = f.default

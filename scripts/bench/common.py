@@ -170,7 +170,7 @@ def previous_results(out_dir: Path, replaced: set[str]) -> tuple[list[Result], l
 
 
 def write_report(results: list[Result], out_dir: Path, meta: dict[str, Any]) -> Path:
-    """``report.json`` (every figure) and ``report.md`` (the table the README quotes)."""
+    """``report.json`` (every figure) and ``report.md`` (the table docs/performance.md quotes)."""
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "report.json").write_text(json.dumps(
         {"meta": meta, "results": [r.as_dict() for r in results]}, indent=2))

@@ -26,8 +26,8 @@ What is measured, and why this way:
   Precision@k (people: the hits they rated relevant, an unrated hit counting as not relevant as
   in the experiments; a judge: its call on every hit). Kendall's tau compares the orders. The
   same figures as above are then taken over the top-k hits people rated: of the two
-  configurations of the README's ESCI table (what a ``REFERENCE_JUDGMENT`` over them, compared
-  with the imported list by ``judgments/_compare``, measures), and of all of them.
+  configurations of the ESCI table in docs/guide.md (what a ``REFERENCE_JUDGMENT`` over them,
+  compared with the imported list by ``judgments/_compare``, measures), and of all of them.
 """
 
 from __future__ import annotations
@@ -69,7 +69,7 @@ CONFIGURATIONS: dict[str, dict[str, Any]] = {
     "bullet_points": {"query": {"match": {"bullet_points": "%SearchText%"}}},
     "description": {"query": {"match": {"description": "%SearchText%"}}},
 }
-# The two configurations of the README's ESCI table.
+# The two configurations of the ESCI table in docs/guide.md.
 README_CONFIGURATIONS = ("title", "multi_match")
 
 

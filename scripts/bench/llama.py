@@ -44,7 +44,7 @@ def run(bench: Bench) -> list[Result]:
                           "base_url": llama, "model": "smollm2"}])
     server = bench.server(WORKBENCH_MODELS=models)
     # llama.cpp's Python server answers one call at a time: more at once only queue there,
-    # each waiting for the others, until they time out and are sent again (README, LLM models).
+    # each waiting for the others, until they time out and are sent again (docs/llm-models.md).
     bench.worker(WORKBENCH_MODELS=models, WORKBENCH_WORKER_CONCURRENCY="1",
                  WORKBENCH_LLM_CONCURRENCY="1")
     api = bench.api(server)

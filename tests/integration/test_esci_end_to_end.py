@@ -3,7 +3,8 @@ and its 6,678 imported judgments, two search configurations, and a POINTWISE, a 
 HYBRID experiment over all 150 queries, as a user would run them over HTTP.
 
 The NDCG@10 the workbench stores for every query is recomputed here from the cluster's own search
-results and the raw judgment file, with a plain loop; the README's table of mean NDCG@10 must match.
+results and the raw judgment file, with a plain loop; the table of mean NDCG@10 in docs/guide.md
+must match.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ from tests.support.data import ESCI, UBI_SAMPLE
 from tests.support.processes import REPO, Server, Worker
 
 K = 10
-# The two configurations the README compares (their index is filled in per run).
+# The two configurations docs/guide.md compares (their index is filled in per run).
 TITLE_MATCH = {"query": {"match": {"title": "%SearchText%"}}}
 MULTI_MATCH = {"query": {"multi_match": {"query": "%SearchText%",
                                          "fields": ["title^2", "bullet_points", "brand"]}}}
@@ -103,8 +104,8 @@ def render(query: dict[str, Any], text: str) -> dict[str, Any]:
 
 
 def readme_table() -> dict[str, float]:
-    """The README's "mean NDCG@10" rows: configuration name -> value."""
-    text = (REPO / "README.md").read_text()
+    """The user guide's "mean NDCG@10" rows (docs/guide.md): configuration name -> value."""
+    text = (REPO / "docs" / "guide.md").read_text()
     rows = re.findall(r"^\| `(esci [^`]+)` \| [^|]+ \| ([0-9.]+) \|", text, flags=re.M)
     return {name: float(value) for name, value in rows}
 
@@ -146,7 +147,7 @@ def test_pointwise_over_the_150_esci_queries(api: Api, esci: dict[str, Any],
         answered[name] = len(mine)
 
     assert len(by_experiment(direct, VARIANTS, experiment_id)) == 2 * 150
-    # The README shows these means; a change in data, configurations or metrics must update it.
+    # docs/guide.md shows these means; a change in data, configurations or metrics must update it.
     print(f"\nmean NDCG@{K} over 150 queries: "
           + ", ".join(f"{n} {v:.4f} ({answered[n]} with hits)" for n, v in means.items()))
     assert {name: round(value, 3) for name, value in means.items()} == readme_table()

@@ -299,7 +299,7 @@ def test_compare_bad_input(api: Api, worker: Worker, direct: OpenSearch) -> None
     running = str(uuid.uuid4())
     direct.index(index="search-relevance-judgment", id=running, refresh=True, body={
         # Dated now: a PROCESSING entity is only looked at by the workers' sweepers after
-        # twice the lease time (README, reliability), so this one stays untouched.
+        # twice the lease time (docs/reliability.md), so this one stays untouched.
         "id": running, "timestamp": now_iso(), "name": "busy",
         "status": "PROCESSING", "type": "LLM_JUDGMENT", "metadata": {}, "judgmentRatings": []})
     try:

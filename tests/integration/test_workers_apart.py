@@ -1,9 +1,9 @@
 """Workers on other "hosts": two workers, each in a network namespace of its own, reach Redis,
 OpenSearch and the LLM only over a virtual link, and share the work the API queues.
 
-This is the README's several-hosts deployment (same queue, same Redis and cluster, nothing
-else shared) with real network separation: each worker sees its own loopback and the link to
-this host, nothing more.
+This is the several-hosts deployment of docs/deployment.md (same queue, same Redis and cluster,
+nothing else shared) with real network separation: each worker sees its own loopback and the
+link to this host, nothing more.
 """
 
 from __future__ import annotations

@@ -43,7 +43,7 @@ PASSWORDS = {
     "bob": "Sponge-Square-83!",
     "workbench": "Service-Ident-61!",
 }
-#: The SRW indices (workbench/store/indices.py): the README's patterns for a workbench user.
+#: The SRW indices (workbench/store/indices.py): docs/security.md's patterns for a workbench user.
 SRW_INDICES = ["search-relevance-*", ".plugins-search-relevance-*", ".search-relevance-*"]
 #: What _search, _msearch, _count, get, _mapping and index metadata need on a reader's indices.
 READ_ACTIONS = ["read", "indices:admin/mappings/get", "indices:admin/get", "indices:monitor/*"]

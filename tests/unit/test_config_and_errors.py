@@ -95,13 +95,13 @@ def test_envelope_shape() -> None:
     assert snake_case("ValueError") == "value_error"
 
 
-def test_readme_configuration_table_is_the_generated_one() -> None:
+def test_the_documented_configuration_table_is_the_generated_one() -> None:
     from pathlib import Path
 
     from workbench.config import markdown_table
 
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
-    assert markdown_table() in readme
+    page = (Path(__file__).resolve().parents[2] / "docs" / "configuration.md").read_text()
+    assert markdown_table() in page
 
 
 def test_the_front_is_not_used_where_it_cannot_verify_the_clusters_certificate() -> None:

@@ -57,7 +57,8 @@ def main(argv: list[str] | None = None) -> int:
                    add_help=False)
 
     show = sub.add_parser("config", help="print the effective settings (secrets masked)")
-    show.add_argument("--markdown", action="store_true", help="the README's settings table")
+    show.add_argument("--markdown", action="store_true",
+                      help="the settings table of docs/configuration.md")
 
     from workbench.cli import loop
 

@@ -82,8 +82,8 @@ def test_the_local_set_up_of_the_docs_admits_its_server_and_nothing_else_local()
     assert '"endpoint": "http://127.0.0.1:8080/v1"' in text
 
 
-def test_the_readme_s_local_set_up_admits_its_server() -> None:
-    line = next(line for line in (REPO / "README.md").read_text().splitlines()
+def test_the_documented_local_set_up_admits_its_server() -> None:
+    line = next(line for line in (REPO / "docs" / "llm-models.md").read_text().splitlines()
                 if line.startswith("WORKBENCH_MODEL_ENDPOINTS="))
     settings = dict(re.findall(r"(WORKBENCH_MODEL_\w+)=('[^']*'|\S+)", line))
     settings = {k: v.strip("'") for k, v in settings.items()}
