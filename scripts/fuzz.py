@@ -35,6 +35,7 @@ from typing import Any
 
 from opensearchpy import OpenSearch
 
+from scripts.paths import output
 from tests.support import services
 from tests.support.api import Api
 from tests.support.llm_server import LLMServer
@@ -66,7 +67,7 @@ def parse_args(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
     parser.add_argument("--max-seconds", type=float, default=480,
                         help="wall-clock cap of the schemathesis run; over it the stage fails")
     parser.add_argument("--workers", type=int, default=2, help="schemathesis workers (default 2)")
-    parser.add_argument("--report-dir", default=str(REPO / "scripts" / "fuzz-report"),
+    parser.add_argument("--report-dir", default=str(output("fuzz-report")),
                         help="where the JUnit report and the workbench's logs go")
     parser.add_argument("--keep", action="store_true",
                         help="keep the entities the run created and the settings it changed")

@@ -48,6 +48,7 @@ from typing import Any
 import numpy as np
 from scipy.stats import kendalltau
 
+from scripts.paths import output
 from workbench.judges import Hit, Query, Setup
 from workbench.judges import registry as judges
 from workbench.judgments.agreement import binary_agreement, compare, merge
@@ -413,7 +414,9 @@ def main(argv: list[str] | None = None) -> int:
                              "judgment cache (--opensearch-url or OPENSEARCH_URL)")
     parser.add_argument("--llm-queries", type=int, default=20,
                         help="queries whose rated pairs the llm judge grades (default 20)")
-    parser.add_argument("--out", default=str(RESULTS))
+    parser.add_argument("--out", default=str(output("judge_agreement.json")),
+                        help=f"results file (default under $WORKBENCH_HOME/output; the recorded "
+                             f"run the docs quote is {RESULTS.relative_to(REPO)})")
     args = parser.parse_args(argv)
     queries_path, judgments_path, products_path = _paths(args)
 

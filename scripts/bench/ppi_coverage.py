@@ -50,6 +50,7 @@ from typing import Any
 import numpy as np
 
 from scripts.bench.judge_agreement import Pair, _render, judge_scores, product_titles
+from scripts.paths import output
 from workbench.experiments.ppi import INTERVALS, classical_interval, ppi_interval
 from workbench.experiments.summary_humans import FEW_CHANGED, TIE
 from workbench.judgments.agreement import merge
@@ -185,7 +186,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--draws", type=int, default=1000)
     parser.add_argument("--sizes", default="15,30,60")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--out", default=str(RESULTS))
+    parser.add_argument("--out", default=str(output("ppi_coverage.json")),
+                        help=f"results file (default under $WORKBENCH_HOME/output; the recorded "
+                             f"run the docs quote is {RESULTS.relative_to(REPO)})")
     args = parser.parse_args(argv)
     if not args.data:
         sys.exit("no data: give --data or set WORKBENCH_DATA_DIR")

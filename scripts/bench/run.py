@@ -14,7 +14,8 @@ import sys
 import time
 from pathlib import Path
 
-from scripts.bench.common import REPO, Bench, Result, machine, previous_results, write_report
+from scripts.bench.common import Bench, Result, machine, previous_results, write_report
+from scripts.paths import output
 
 BENCHMARKS = ("metrics", "redaction", "passthrough", "pointwise", "llm", "llama", "ubi",
               "scale")
@@ -25,7 +26,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", help="comma-separated subset of " + ", ".join(BENCHMARKS))
     parser.add_argument("--quick", action="store_true",
                         help="smaller sizes (a smoke run; figures are less stable)")
-    parser.add_argument("--out", default=str(REPO / "scripts" / "bench" / "results"))
+    parser.add_argument("--out", default=str(output("bench")),
+                        help="report folder (default $WORKBENCH_HOME/output/bench; the figures "
+                             "docs/performance.md quotes are in scripts/bench/results)")
     args = parser.parse_args(argv)
     chosen = args.only.split(",") if args.only else list(BENCHMARKS)
     unknown = set(chosen) - set(BENCHMARKS)

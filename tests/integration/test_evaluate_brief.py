@@ -11,12 +11,14 @@ import uuid
 from typing import Any
 
 import pytest
+from opensearchpy import OpenSearch
 
 from tests.conftest import JUDGE_MODEL
 from tests.support.api import Api
 from tests.support.llm_server import LLMServer
 from tests.support.processes import Worker
 from workbench.config import Config
+from workbench.store.indices import EVALUATE_BATCH_INDEX
 
 QUERY = "red running shoes"
 LIMIT = Config().evaluate_batch_limit  # the tests' servers run with the default
@@ -340,6 +342,13 @@ def test_a_batch_above_the_limit_is_a_job(api: Api, llm: LLMServer, worker: Work
              "searchQuery")
     api.srw("GET", "/_evaluate/_batch/no-such-batch").error(
         404, "Evaluation batch not found: no-such-batch")
+    # An ended batch can be deleted with its result; a running one cannot.
+    deleted = api.srw("DELETE", f"/_evaluate/_batch/{reply.json['id']}")
+    assert deleted.status == 200 and deleted.json["result"] == "deleted"
+    api.srw("GET", f"/_evaluate/_batch/{reply.json['id']}").error(
+        404, f"Evaluation batch not found: {reply.json['id']}")
+    api.srw("DELETE", "/_evaluate/_batch/no-such-batch").error(
+        404, "Evaluation batch not found: no-such-batch")
 
 
 def test_an_llm_failure_ends_the_job_error(api: Api, llm: LLMServer, worker: Worker) -> None:
@@ -352,3 +361,16 @@ def test_an_llm_failure_ends_the_job_error(api: Api, llm: LLMServer, worker: Wor
     done = wait_batch(api, reply.json["id"])
     assert done["status"] == "ERROR" and "result" not in done
     assert done["error"].startswith(f"queries[0]: LLM [{JUDGE_MODEL}] failed:"), done
+
+
+def test_a_running_batch_is_not_deleted(api: Api, direct: OpenSearch) -> None:
+    """Its job would write it back when it ends: a 409 until then."""
+    batch_id = f"running-{uuid.uuid4().hex}"
+    direct.index(index=EVALUATE_BATCH_INDEX, id=batch_id, refresh=True,
+                 body={"id": batch_id, "status": "PROCESSING", "queries": 1})
+    try:
+        api.srw("DELETE", f"/_evaluate/_batch/{batch_id}").error(
+            409, f"Evaluation batch [{batch_id}] is PROCESSING; delete it once it has ended")
+        assert direct.exists(index=EVALUATE_BATCH_INDEX, id=batch_id)
+    finally:
+        direct.delete(index=EVALUATE_BATCH_INDEX, id=batch_id, ignore=[404])

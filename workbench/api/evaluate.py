@@ -1,6 +1,7 @@
 """``POST /_plugins/_search_relevance/_evaluate``: score one query's result list on the spot;
 ``POST .../_evaluate/_batch``: many at once, as a job above ``WORKBENCH_EVALUATE_BATCH_LIMIT``
-(``GET .../_evaluate/_batch/{id}`` answers its status and result).
+(``GET .../_evaluate/_batch/{id}`` answers its status and result; ``DELETE`` removes an ended
+one).
 
 The request shapes are in ``workbench.evaluation``: the workbench's own (``workbench_shape``)
 and the retrieval-evaluation API's (``brief_shape``, a body whose ``query`` is an object or
@@ -19,7 +20,7 @@ from flask import Blueprint, Response
 from workbench.api import caller, json_body, json_response, services
 from workbench.api.creates import EVALUATE_BATCH, Create
 from workbench.api.deadlines import sync_deadline
-from workbench.errors import BadRequest, NotFound, WorkbenchError
+from workbench.errors import BadRequest, Conflict, NotFound, WorkbenchError
 from workbench.evaluation import batch, batch_job, brief_shape, workbench_shape
 from workbench.evaluation.run import evaluate as run
 from workbench.judges.base import JudgeFailed, OptionError
@@ -116,3 +117,18 @@ def batch_status(batch_id: str) -> Response:
     if doc is None:
         raise NotFound(f"Evaluation batch not found: {batch_id}")
     return json_response(batch_job.status(doc))
+
+
+@bp.delete("/_evaluate/_batch/<batch_id>")
+def batch_delete(batch_id: str) -> Response:
+    """Delete a batch and its result once it has ended (its job would write a running one
+    back): OpenSearch's delete answer, as for every SRW entity."""
+    repo = Repository(services().client, EVALUATE_BATCH_INDEX)
+    doc = repo.get_source(batch_id, ["status"])
+    if doc is None:
+        raise NotFound(f"Evaluation batch not found: {batch_id}")
+    if doc.get("status") == "PROCESSING":
+        raise Conflict(f"Evaluation batch [{batch_id}] is PROCESSING; delete it once it has "
+                       "ended")
+    status, body = repo.delete(batch_id)
+    return json_response(body, status)

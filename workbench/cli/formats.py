@@ -98,7 +98,7 @@ def parse_judgments(text: str, fmt: str, topics: Mapping[str, str] | None = None
 
 def judgments_format(path: str, text: str) -> str:
     """``csv``, ``json`` or ``qrels`` from the file name, else from the content."""
-    lower = path.lower()
+    lower = path.lower().removesuffix(".gz")
     for suffix, fmt in ((".csv", "csv"), (".tsv", "csv"), (".json", "json"), (".ndjson", "json"),
                         (".qrels", "qrels"), (".qrel", "qrels")):
         if lower.endswith(suffix):

@@ -8,6 +8,7 @@ file-format or infrastructure error.
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
 import re
 import sys
@@ -430,6 +431,9 @@ def _metric_k(metric: str) -> int | None:
 
 
 def _read(path: str) -> str:
+    """A file's text ("-": standard input); a ``.gz`` file is decompressed."""
     if path == "-":
         return sys.stdin.read()
+    if path.lower().endswith(".gz"):
+        return gzip.decompress(Path(path).read_bytes()).decode("utf-8-sig")
     return Path(path).read_text(encoding="utf-8-sig")

@@ -57,15 +57,18 @@ def ensure_index(client: OpenSearch, spec: IndexSpec, name: str | None = None) -
     # Created without asking first: a caller who may not create the index then gets the
     # cluster's 403 with its reason (an existence check by HEAD has no body), and one request
     # does instead of two.
-    try:
-        client.indices.create(index=index, body=spec.body)
-    except RequestError as exc:
-        if exc.error in ("resource_already_exists_exception", "index_already_exists_exception",
-                         "invalid_index_name_exception") and _exists(client, index):
+    # A 400 is read from the answer rather than raised, so that opensearch-py does not log a
+    # WARNING for the usual case, an index that already exists.
+    answer = client.indices.create(index=index, body=spec.body, ignore=400)
+    error = answer.get("error") if isinstance(answer, dict) else None
+    if error:
+        kind = error.get("type") if isinstance(error, dict) else str(error)
+        if kind in ("resource_already_exists_exception", "index_already_exists_exception",
+                    "invalid_index_name_exception") and _exists(client, index):
             migrate.upgrade(client, spec.body, index)
             raise_settings(client, spec, index)
             return False
-        raise
+        raise RequestError(400, str(kind), answer)
     log.info("created index %s", index)
     return True
 

@@ -152,3 +152,8 @@ def test_csv_of_a_label_sample_reads_back() -> None:
         {"query": "tv", "ratings": [{"docId": "B1", "rating": "1"}]}]
     with pytest.raises(FormatError, match="line 2: expected 4 fields or more, got 2"):
         parse_judgments("rating,note,docId,query\n1,ok\n", "csv")
+
+
+def test_a_gzipped_file_is_named_by_its_inner_suffix() -> None:
+    assert judgments_format("workbench/demo/data/esci_us_judgments.json.gz", "") == "json"
+    assert judgments_format("labels.CSV.gz", "") == "csv"
