@@ -19,3 +19,8 @@ def test_the_site_builds_strictly(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr[-4000:]
     for page in ("index.html", "significance/index.html", "architecture/index.html"):
         assert (tmp_path / page).is_file(), page
+    # the API reference is rendered from the OpenAPI document: every route is on the page
+    reference = (tmp_path / "api-reference" / "index.html").read_text()
+    assert "operationId" not in reference  # rendered, not dumped
+    for route in ("/_plugins/_search_relevance/experiments/", "_label_sample", "_summary"):
+        assert route in reference, route
