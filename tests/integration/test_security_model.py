@@ -400,6 +400,9 @@ def test_every_route_answers_each_user_as_the_cluster_would(
          f"{srw}/experiments/{experiment}/_summary")
     call("GET", f"{srw}/experiments/<entity_id>/_report",
          f"{srw}/experiments/{experiment}/_report?format=md")
+    sample = call("GET", f"{srw}/experiments/<entity_id>/_label_sample",
+                  f"{srw}/experiments/{experiment}/_label_sample?queries=1&seed=1&fields=title")
+    assert all("title" in row["fields"] for row in sample.json["rows"])
     call("POST", f"{srw}/experiments/<entity_id>/_cancel",
          f"{srw}/experiments/{experiment}/_cancel", expect=409)  # finished: nothing to cancel
     call("PATCH", f"{srw}/experiments/<entity_id>", f"{srw}/experiments/{experiment}",
@@ -465,6 +468,7 @@ def test_every_route_answers_each_user_as_the_cluster_would(
     finished = call("GET", f"{srw}/_evaluate/_batch/<batch_id>", job_path).json
     assert finished["status"] == "COMPLETED", finished
     assert finished["result"]["summary"]["queries"] == BATCH_LIMIT + 1
+    call("DELETE", f"{srw}/_evaluate/_batch/<batch_id>", job_path)
     predicted = call("POST", "/_plugins/_ml/models/<model_id>/_predict",
                      f"/_plugins/_ml/models/{model}/_predict",
                      {"parameters": {"messages": [{"role": "user", "content": "say yes"}]}})
