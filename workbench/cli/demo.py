@@ -38,7 +38,7 @@ def add_command(sub: Any, conn: argparse.ArgumentParser) -> None:
 
 
 def run(client: WorkbenchClient, args: argparse.Namespace) -> int:
-    products = _load_products(client, args.index)
+    _load_products(client, args.index)
     query_set = client.srw("PUT", "/query_sets", dict(read_json(QUERY_SET),
                                                       name="ESCI demo queries"))["query_set_id"]
     err.print(f"query set {query_set}: 150 ESCI queries")
@@ -69,7 +69,6 @@ def run(client: WorkbenchClient, args: argparse.Namespace) -> int:
                          params={"metric": METRIC})
     print_summary(summary, METRIC)
     out.print(verdict(summary), soft_wrap=True, markup=False)
-    err.print(f"catalogue: {products} products in {args.index}; experiment {experiment}")
     return 0
 
 
