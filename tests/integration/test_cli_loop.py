@@ -334,7 +334,7 @@ def test_demo_runs_a_first_experiment(server: Server, env: dict[str, str], worke
     try:
         result = cli(server, env, "demo", "--index", index)
         shown = ok(result)
-        assert f"catalogue: 6764 demo products indexed into {index}" in result.stderr
+        assert f"catalogue: {index} holds the 6764 demo products" in result.stderr
         assert "title and bullets vs title match (paired over queries)" in shown
         assert shown.rstrip().splitlines()[-1] == (
             "verdict: title and bullets vs title match, NDCG@10 +0.0024 over 150 queries "
@@ -343,6 +343,7 @@ def test_demo_runs_a_first_experiment(server: Server, env: dict[str, str], worke
         assert direct.count(index=index)["count"] == 6764
         again = cli(server, env, "demo", "--index", index)
         assert ok(again).rstrip().splitlines()[-1] == shown.rstrip().splitlines()[-1]
-        assert f"catalogue: {index} already holds the 6764 demo products" in again.stderr
+        assert f"catalogue: {index} holds the 6764 demo products" in again.stderr
+        assert again.stderr.count("search configuration") == 2  # created afresh
     finally:
         direct.indices.delete(index=index, ignore=[404])

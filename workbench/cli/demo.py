@@ -89,8 +89,8 @@ def _load_products(client: WorkbenchClient, index: str) -> int:
     """Index the shipped catalogue unless ``index`` already holds all of it; its count."""
     expected = sum(1 for _ in _products())
     counted = client.call("GET", f"/{index}/_count", ok=(200, 404)) or {}
-    if counted.get("count") == expected:
-        err.print(f"catalogue: {index} already holds the {expected} demo products")
+    if counted.get("count") == expected:  # indexed before: reused
+        err.print(f"catalogue: {index} holds the {expected} demo products")
         return expected
     client.call("DELETE", f"/{index}", ok=(200, 404))
     spec = json.loads((REPO_ROOT / "index_mappings" / "demo" / "ecommerce.json").read_text())
@@ -105,7 +105,7 @@ def _load_products(client: WorkbenchClient, index: str) -> int:
     if batch:
         _bulk(client, index, batch)
     client.call("POST", f"/{index}/_refresh")
-    err.print(f"catalogue: {expected} demo products indexed into {index}")
+    err.print(f"catalogue: {index} holds the {expected} demo products")
     return expected
 
 
