@@ -253,6 +253,14 @@ def check_judge_aware_summary(api: Api, esci: dict[str, Any], direct: OpenSearch
     worse = _comparison(section, esci["worse"])
     assert worse["ppi"]["ci"][1] < 0 and worse["significant"] is True
 
+    # The report carries the corrected figures (Markdown and HTML share its tables).
+    for fmt in ("md", "html"):
+        report = api.srw("GET", f"/experiments/{experiment_id}/_report",
+                         params={"humanJudgments": humans, "format": fmt})
+        assert report.status == 200, report.data[:300]
+        assert (f"{NDCG} corrected by human labels (PPI++, t intervals): 30 of 150 queries "
+                "labelled in people") in report.data.decode()
+
     # The command line shows the section; the gate decides on the PPI interval.
     shown = ok(cli(server, env, "experiment", "summary", experiment_id, "--human-judgments",
                    humans))
