@@ -280,10 +280,11 @@ def _render(template: dict[str, Any], text: str) -> dict[str, Any]:
     return rendered
 
 
-def rank_configurations(url: str, products: Path, queries: Sequence[str],
-                        ratings: Mapping[str, Mapping[str, float]], titles: Mapping[str, str],
-                        index: str | None) -> dict[str, Any]:
-    """Mean Precision@k of each configuration by people and by each judge, and the taus."""
+def top_k(url: str, products: Path, queries: Sequence[str],
+          configurations: Mapping[str, dict[str, Any]], index: str | None,
+          prefix: str) -> dict[str, dict[str, list[str]]]:
+    """configuration -> query -> its top-k doc ids, searched on ``index`` (or on a throwaway
+    index named ``prefix-...`` the catalogue is loaded into and deleted after)."""
     from opensearchpy import OpenSearch
 
     from workbench.config import Config
@@ -291,22 +292,30 @@ def rank_configurations(url: str, products: Path, queries: Sequence[str],
 
     client = OpenSearch(hosts=[url], timeout=300)
     throwaway = index is None
-    name = index or f"judge-agreement-{uuid.uuid4().hex[:8]}"
+    name = index or f"{prefix}-{uuid.uuid4().hex[:8]}"
     try:
         if throwaway:
             load_demo(Config.from_env(dict(os.environ, OPENSEARCH_URL=url)), str(products),
                       name, None)
         results: dict[str, dict[str, list[str]]] = {}
-        for config, template in CONFIGURATIONS.items():
+        for config, template in configurations.items():
             lines: list[dict[str, Any]] = []
             for text in queries:
                 lines += [{"index": name}, dict(_render(template, text), size=K, _source=False)]
             replies = client.msearch(body=lines)["responses"]
             results[config] = {text: [h["_id"] for h in reply["hits"]["hits"]]
                                for text, reply in zip(queries, replies, strict=True)}
+        return results
     finally:
         if throwaway:
             client.indices.delete(index=name, ignore=[404])
+
+
+def rank_configurations(url: str, products: Path, queries: Sequence[str],
+                        ratings: Mapping[str, Mapping[str, float]], titles: Mapping[str, str],
+                        index: str | None) -> dict[str, Any]:
+    """Mean Precision@k of each configuration by people and by each judge, and the taus."""
+    results = top_k(url, products, queries, CONFIGURATIONS, index, "judge-agreement")
 
     labellers: dict[str, dict[str, float]] = {}
     for rule in ("exact", "es"):

@@ -42,14 +42,13 @@ import json
 import os
 import sys
 import time
-import uuid
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from scripts.bench.judge_agreement import Pair, _render, judge_scores, product_titles
+from scripts.bench.judge_agreement import Pair, judge_scores, product_titles, top_k
 from scripts.paths import output
 from workbench.experiments.ppi import INTERVALS, classical_interval, ppi_interval
 from workbench.experiments.summary_humans import FEW_CHANGED, TIE
@@ -132,35 +131,6 @@ def simulate(truth: np.ndarray, judged: np.ndarray, sizes: Sequence[int], draws:
     return out
 
 
-def rankings_from(url: str, products: Path, queries: Sequence[str], index: str | None
-                  ) -> dict[str, dict[str, list[str]]]:
-    """configuration -> query -> top-10 doc ids."""
-    from opensearchpy import OpenSearch
-
-    from workbench.config import Config
-    from workbench.demo.load import load_demo
-
-    client = OpenSearch(hosts=[url], timeout=300)
-    throwaway = index is None
-    name = index or f"ppi-coverage-{uuid.uuid4().hex[:8]}"
-    try:
-        if throwaway:
-            load_demo(Config.from_env(dict(os.environ, OPENSEARCH_URL=url)), str(products),
-                      name, None)
-        out: dict[str, dict[str, list[str]]] = {}
-        for config, template in CONFIGURATIONS.items():
-            lines: list[dict[str, Any]] = []
-            for text in queries:
-                lines += [{"index": name}, dict(_render(template, text), size=K, _source=False)]
-            replies = client.msearch(body=lines)["responses"]
-            out[config] = {text: [h["_id"] for h in reply["hits"]["hits"]]
-                           for text, reply in zip(queries, replies, strict=True)}
-        return out
-    finally:
-        if throwaway:
-            client.indices.delete(index=name, ignore=[404])
-
-
 def judge_ratings(judge: str, rankings: Mapping[str, Mapping[str, Sequence[str]]],
                   titles: Mapping[str, str]) -> dict[str, dict[str, float]]:
     """query -> doc id -> the judge's rating (1 relevant, 0 not) of every pooled hit."""
@@ -201,8 +171,8 @@ def main(argv: list[str] | None = None) -> int:
     sizes = [int(s) for s in args.sizes.split(",")]
 
     started = time.perf_counter()
-    rankings = rankings_from(args.opensearch_url, data / "ubi-sample/ubi_ecommerce_products"
-                             ".json.gz", queries, args.index)
+    rankings = top_k(args.opensearch_url, data / "ubi-sample/ubi_ecommerce_products.json.gz",
+                     queries, CONFIGURATIONS, args.index, "ppi-coverage")
     judged_ratings = judge_ratings(args.judge, rankings, titles)
     judging = time.perf_counter() - started
     human = {c: ndcg_values(rankings[c], queries, people) for c in CONFIGURATIONS}
