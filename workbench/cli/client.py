@@ -55,12 +55,18 @@ class WorkbenchClient:
             cert_reqs="CERT_REQUIRED" if verify else "CERT_NONE")
 
     def call(self, method: str, path: str, body: Any = None,
-             params: Mapping[str, Any] | None = None, ok: tuple[int, ...] = (200,)) -> Any:
-        """One request; the JSON answer, or a ClientError naming the route and the reason."""
+             params: Mapping[str, Any] | None = None, ok: tuple[int, ...] = (200,),
+             ndjson: str | None = None) -> Any:
+        """One request; the JSON answer, or a ClientError naming the route and the reason.
+        ``ndjson``: a bulk body sent as it is (instead of ``body`` as JSON)."""
         target = self.url + path + ("?" + urlencode(params) if params else "")
+        headers = self._headers
         data = None if body is None else json.dumps(body).encode()
+        if ndjson is not None:
+            headers = dict(headers, **{"Content-Type": "application/x-ndjson"})
+            data = ndjson.encode()
         try:
-            response = self._http.request(method, target, body=data, headers=self._headers)
+            response = self._http.request(method, target, body=data, headers=headers)
         except urllib3.exceptions.HTTPError as exc:
             raise ClientError(f"cannot reach the workbench at {self.url}: "
                               f"{type(exc).__name__}: {exc}") from None
@@ -74,18 +80,8 @@ class WorkbenchClient:
 
     def bulk(self, index: str, ndjson: str) -> dict[str, Any]:
         """``POST /{index}/_bulk`` through the pass-through (NDJSON body); its answer."""
-        headers = dict(self._headers, **{"Content-Type": "application/x-ndjson"})
-        try:
-            response = self._http.request("POST", f"{self.url}/{quote(index, safe='')}/_bulk",
-                                          body=ndjson.encode(), headers=headers)
-        except urllib3.exceptions.HTTPError as exc:
-            raise ClientError(f"cannot reach the workbench at {self.url}: "
-                              f"{type(exc).__name__}: {exc}") from None
-        text = response.data.decode("utf-8", "replace")
-        if response.status != 200:
-            raise ClientError(f"POST /{index}/_bulk answered {response.status}: "
-                              f"{_reason(text)}")
-        answer: dict[str, Any] = json.loads(text)
+        answer: dict[str, Any] = self.call("POST", f"/{quote(index, safe='')}/_bulk",
+                                           ndjson=ndjson)
         return answer
 
     def srw(self, method: str, path: str, body: Any = None, **kwargs: Any) -> Any:

@@ -80,9 +80,10 @@ def _pearson(y: np.ndarray, f: np.ndarray) -> float | None:
 
 
 def figures(judge_all: Sequence[float], labelled: Sequence[int], y: Sequence[float],
-            alpha: float, kind: str) -> dict[str, Any]:
+            alpha: float, kind: str) -> tuple[dict[str, Any], Interval]:
     """Every figure of one metric (or one paired difference): ``judge_all`` are the judge's
-    values of every query, ``y`` the human values of the ``labelled`` positions."""
+    values of every query, ``y`` the human values of the ``labelled`` positions. Also the PPI
+    interval itself, for a comparison's test."""
     judged = np.asarray(judge_all, dtype=np.float64)
     humans = np.asarray(y, dtype=np.float64)
     mask = np.zeros(judged.size, dtype=bool)
@@ -102,12 +103,7 @@ def figures(judge_all: Sequence[float], labelled: Sequence[int], y: Sequence[flo
         "bias": float(humans.mean() - f.mean()),
         "agreement": {"pearson": _pearson(humans, f)},
         "effectiveLabelledQueries": effective if humans.size >= 2 else None,
-        "_interval": ppi,
-    }
-
-
-def _public(figs: dict[str, Any]) -> dict[str, Any]:
-    return {key: value for key, value in figs.items() if not key.startswith("_")}
+    }, ppi
 
 
 def build(rows: Sequence[Row], names: Mapping[str, str], queries: Sequence[str],
@@ -138,8 +134,8 @@ def build(rows: Sequence[Row], names: Mapping[str, str], queries: Sequence[str],
         configurations.append({
             "searchConfigurationId": row.config_id, "name": names.get(row.config_id),
             "humanCoverage": cov,
-            "metrics": {name: _public(figures(row.values[name], labelled,
-                                              values[row.config_id][name], alpha, kind))
+            "metrics": {name: figures(row.values[name], labelled,
+                                      values[row.config_id][name], alpha, kind)[0]
                         for name in metrics}})
     comparisons = []
     base = next((row for row in rows if row.config_id == baseline), None)
@@ -150,15 +146,14 @@ def build(rows: Sequence[Row], names: Mapping[str, str], queries: Sequence[str],
             judge_delta = np.asarray(row.values[name]) - np.asarray(base.values[name])
             human_delta = (np.asarray(values[row.config_id][name])
                            - np.asarray(values[baseline][name]))
-            figs = figures(judge_delta, labelled, human_delta, alpha, kind)
-            interval: Interval = figs["_interval"]
+            figs, interval = figures(judge_delta, labelled, human_delta, alpha, kind)
             p_value = interval.p_value() if n >= 2 else None
             if n >= 2 and p_value is None:  # no spread at all: every difference the same
                 p_value = 1.0 if interval.estimate == 0.0 else 0.0
             changed = int(np.count_nonzero(np.abs(human_delta) > TIE))
             comparisons.append({
                 "metric": name, "baseline": baseline, "candidate": row.config_id,
-                **_public(figs), "changedLabelledQueries": changed, "pValue": p_value,
+                **figs, "changedLabelledQueries": changed, "pValue": p_value,
                 "significant": bool(n >= 2 and (interval.low > 0.0 or interval.high < 0.0))})
             if name == metrics[0] and 0 < changed < FEW_CHANGED:
                 warnings.append({
