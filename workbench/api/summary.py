@@ -250,11 +250,8 @@ def _document_fields(pooled: list[tuple[str, str, str]], fields: list[str]
         if not isinstance(index, str) or not index:
             continue
         try:
-            found = client.mget(index=index, body={"ids": doc_ids},
-                                params={"_source_includes": ",".join(fields)})["docs"]
+            found = Repository(client, index).mget_sources(doc_ids, fields)
         except NotFoundError:  # the index is gone: the rows keep their ids, fields empty
             continue
-        for doc in found:
-            if doc.get("found"):
-                out[(config_id, doc["_id"])] = doc.get("_source") or {}
+        out.update({(config_id, doc_id): source for doc_id, source in found.items()})
     return out

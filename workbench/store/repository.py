@@ -142,12 +142,14 @@ class Repository:
             return None
         return found if found.get("found") else None
 
-    def mget_sources(self, doc_ids: list[str]) -> dict[str, dict[str, Any]]:
-        """id -> ``_source`` of those of ``doc_ids`` that exist (one ``_mget``; none for no
-        ids)."""
+    def mget_sources(self, doc_ids: list[str], fields: list[str] | None = None
+                     ) -> dict[str, dict[str, Any]]:
+        """id -> ``_source`` (only ``fields`` when given) of those of ``doc_ids`` that exist
+        (one ``_mget``; none for no ids)."""
         if not doc_ids:
             return {}
-        found = self.client.mget(index=self.index, body={"ids": doc_ids})["docs"]
+        params = {"_source_includes": ",".join(fields)} if fields else {}
+        found = self.client.mget(index=self.index, body={"ids": doc_ids}, params=params)["docs"]
         return {d["_id"]: d.get("_source") or {} for d in found if d.get("found")}
 
     def exists(self) -> bool:
