@@ -1,9 +1,10 @@
 """How far the embedded reference judges (``token_overlap``, ``semantic``) agree with people, on
 the ESCI human labels.
 
-    python -m scripts.bench.judge_agreement --data DIR [--opensearch-url URL] [--out FILE]
+    python -m scripts.bench.judge_agreement [--data DIR] [--opensearch-url URL] [--out FILE]
 
-``DIR`` holds ``esci/esci_us_queryset.json``, ``esci/esci_us_judgments.json`` and
+The data is the ESCI demo data the package ships (``workbench/demo/data``), or ``DIR`` holding
+``esci/esci_us_queryset.json``, ``esci/esci_us_judgments.json`` and
 ``ubi-sample/ubi_ecommerce_products.json.gz`` (``--queries``, ``--judgments`` and
 ``--products`` name the files one by one; ``WORKBENCH_DATA_DIR`` is the default ``DIR``).
 
@@ -49,6 +50,7 @@ import numpy as np
 from scipy.stats import kendalltau
 
 from scripts.paths import output
+from workbench.demo.load import read_json
 from workbench.judges import Hit, Query, Setup
 from workbench.judges import registry as judges
 from workbench.judgments.agreement import binary_agreement, compare, merge
@@ -389,16 +391,20 @@ def _ndcg(ranked: Sequence[str], ratings: Mapping[str, float]) -> float:
 
 
 def _paths(args: argparse.Namespace) -> tuple[Path, Path, Path]:
+    """The files named, else those of ``--data``, else the demo data the package ships (the
+    same ESCI query set, judgments and catalogue)."""
+    from workbench.demo.load import JUDGMENTS, PRODUCTS, QUERY_SET
+
     data = Path(args.data) if args.data else None
-    def pick(given: str | None, relative: str) -> Path:
+
+    def pick(given: str | None, relative: str, shipped: Path) -> Path:
         if given:
             return Path(given)
-        if data is None:
-            sys.exit(f"no data: give --data (or WORKBENCH_DATA_DIR) or the file ({relative})")
-        return data / relative
-    return (pick(args.queries, "esci/esci_us_queryset.json"),
-            pick(args.judgments, "esci/esci_us_judgments.json"),
-            pick(args.products, "ubi-sample/ubi_ecommerce_products.json.gz"))
+        return data / relative if data is not None else shipped
+
+    return (pick(args.queries, "esci/esci_us_queryset.json", QUERY_SET),
+            pick(args.judgments, "esci/esci_us_judgments.json", JUDGMENTS),
+            pick(args.products, "ubi-sample/ubi_ecommerce_products.json.gz", PRODUCTS))
 
 
 def _fmt(value: float | None) -> str:
@@ -409,7 +415,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m scripts.bench.judge_agreement",
                                      description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", default=os.environ.get("WORKBENCH_DATA_DIR"),
-                        help="folder with esci/ and ubi-sample/ (default $WORKBENCH_DATA_DIR)")
+                        help="folder with esci/ and ubi-sample/ (default $WORKBENCH_DATA_DIR, else "
+                             "the demo data shipped in workbench/demo/data)")
     parser.add_argument("--queries", help="ESCI query set JSON")
     parser.add_argument("--judgments", help="ESCI judgments JSON (IMPORT_JUDGMENT body)")
     parser.add_argument("--products", help="product catalogue, JSON lines (.gz allowed)")
@@ -423,14 +430,20 @@ def main(argv: list[str] | None = None) -> int:
                              "judgment cache (--opensearch-url or OPENSEARCH_URL)")
     parser.add_argument("--llm-queries", type=int, default=20,
                         help="queries whose rated pairs the llm judge grades (default 20)")
+    parser.add_argument("--first", type=int, metavar="N",
+                        help="only the first N queries (a quick look; the recorded figures are "
+                             "over all 150)")
     parser.add_argument("--out", default=str(output("judge_agreement.json")),
                         help=f"results file (default under $WORKBENCH_HOME/output; the recorded "
                              f"run the docs quote is {RESULTS.relative_to(REPO)})")
     args = parser.parse_args(argv)
     queries_path, judgments_path, products_path = _paths(args)
 
-    queries = [q["queryText"] for q in json.loads(queries_path.read_text())["querySetQueries"]]
-    ratings = merge(json.loads(judgments_path.read_text())["judgmentRatings"])
+    queries = [q["queryText"] for q in read_json(queries_path)["querySetQueries"]]
+    ratings = merge(read_json(judgments_path)["judgmentRatings"])
+    if args.first:
+        queries = queries[:args.first]
+        ratings = {query: ratings[query] for query in queries if query in ratings}
     titles = product_titles(products_path)
     pairs = shared_pairs(ratings, titles)
     rated = sum(len(d) for d in ratings.values())

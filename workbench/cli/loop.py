@@ -88,7 +88,8 @@ def add_commands(sub: Any) -> None:
     run.add_argument("--metric", help="emphasised metric (hybrid: ranks the variants; "
                                       "default: the server's, NDCG@k)")
     run.add_argument("--no-wait", action="store_true")
-    show = ex.add_parser("summary", parents=[conn], help="print an experiment's summary")
+    show = ex.add_parser("summary", parents=[conn],
+                         help="print an experiment's summary (waiting for it to end)")
     show.add_argument("experiment")
     show.add_argument("--baseline")
     show.add_argument("--metric")
@@ -260,6 +261,11 @@ def _experiment_run(client: WorkbenchClient, args: argparse.Namespace) -> int:
 
 
 def _experiment_summary(client: WorkbenchClient, args: argparse.Namespace) -> int:
+    """The summary, once the experiment has ended: one started with ``run --no-wait`` (whose
+    id a script keeps) is waited for here, with the same progress bar."""
+    doc = wait_with_progress(client, "experiments", args.experiment, "running", args.timeout)
+    if doc.get("status") != "COMPLETED":
+        return _ended(doc, "experiment")
     summary = _summary(client, args.experiment, args.baseline, args.metric,
                        human=args.human_judgments)
     if args.json:

@@ -230,6 +230,9 @@ def _try_init_indices(config: Config) -> None:
 def _load_demo(config: Config, args: argparse.Namespace) -> int:
     from workbench.demo.load import PRODUCTS, UBI, load_demo
 
+    # the command prints what it wrote, index by index: the store's "created index" lines
+    # would only repeat it, with a timestamp, in the user's terminal
+    logging.getLogger("workbench.store.bootstrap").setLevel(logging.WARNING)
     products, ubi = args.products, args.ubi
     if not products and not ubi:  # the data shipped with the package
         products, ubi = str(PRODUCTS), str(UBI)
