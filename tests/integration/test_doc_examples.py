@@ -15,7 +15,10 @@ Every fenced example of README.md and docs/ runs, page by page, in one folder pe
   (an API and a worker of its own are started with them);
 * ``<!-- example: file NAME -->`` writes the fence's text to ``NAME`` for the commands to use;
 * ``<!-- example: config KIND -->`` marks the configuration of another program, checked by
-  ``CONFIG_CHECKS`` (what that program would do with it, done here).
+  ``CONFIG_CHECKS`` (what that program would do with it, done here);
+* ``<!-- example: shown-by FILE::TEST -->`` marks an answer only a fault produces (a cluster
+  that stops answering mid-write): the named test of the suite produces it and asserts it
+  exactly; here the test must exist and the answer must read as the page's JSON.
 
 The URLs the pages were recorded with (the workbench on ``localhost:9400``, the model server on
 ``127.0.0.1:9600``) are replaced with the test services'. ``test_count_of_examples`` prints how
@@ -37,6 +40,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from opensearchpy import OpenSearch
 
 from tests.support.doc_examples import (
     REPO,
@@ -49,6 +53,7 @@ from tests.support.doc_examples import (
     shown_as_json,
 )
 from tests.support.processes import Server, Worker
+from workbench.store.indices import MODELS_INDEX
 
 PAGES = [str(path.relative_to(REPO)) for path in documents()
          if any(f.language for f in fences(path))]
@@ -153,8 +158,36 @@ def _check_models(fence: Fence, localise: Callable[[str], str]) -> None:
     assert [spec.id for spec in registry.specs()] == [m["id"] for m in json.loads(fence.text)]
 
 
+def _check_security_api(fence: Fence, localise: Callable[[str], str]) -> None:
+    """Security REST API requests as Dev Tools shows them (``METHOD path`` then a JSON body),
+    sent to the secured node as ``admin``; each role they map must then be one of the user's
+    roles (``authinfo``). The roles and mappings are removed afterwards, so the other
+    security tests see the node as they set it up."""
+    from tests.support.secure_cluster import secure_cluster
+
+    cluster = secure_cluster()
+    blocks = [block.strip().split("\n", 1) for block in fence.text.split("\n\n") if block.strip()]
+    created: list[str] = []
+    try:
+        for head, body in blocks:
+            method, path = head.split(" ", 1)
+            reply = cluster.request(method, "/" + path.lstrip("/"), json.loads(body))
+            assert reply.status in (200, 201), (fence.where, head, reply.data[:500])
+            created.insert(0, "/" + path.lstrip("/"))
+            if "/rolesmapping/" in path:
+                role = path.rsplit("/", 1)[1]
+                for user in json.loads(body).get("users", []):
+                    info = json.loads(cluster.request("GET", "/_plugins/_security/authinfo",
+                                                      user=user).data)
+                    assert role in info["roles"], (fence.where, user, info["roles"])
+    finally:
+        for path in created:
+            cluster.request("DELETE", path)
+
+
 CONFIG_CHECKS: dict[str, Callable[[Fence, Callable[[str], str]], None]] = {
-    "dashboards": _check_dashboards, "entry-point": _check_entry_point, "models": _check_models}
+    "dashboards": _check_dashboards, "entry-point": _check_entry_point, "models": _check_models,
+    "security-api": _check_security_api}
 
 
 def _settings(page: str, localise: Callable[[str], str]) -> dict[str, str]:
@@ -197,7 +230,7 @@ def own_services(env: dict[str, str]) -> Iterator[Callable[[dict[str, str]], Ser
 def test_every_example_of_the_page_runs(
         page: str, env: dict[str, str], server: Server, worker: Worker,
         own_services: Callable[[dict[str, str]], Services], llama_url: str,
-        tmp_path: Path) -> None:
+        direct: OpenSearch, tmp_path: Path) -> None:
     model_server = llama_url.removeprefix("http://").removesuffix("/v1")
 
     def localise_model_server(text: str) -> str:
@@ -214,6 +247,9 @@ def test_every_example_of_the_page_runs(
             text = text.replace(recorded, url if recorded.startswith("http") else url[7:])
         return localise_model_server(text)
 
+    # each page starts as on a fresh install: no model registered through the models route
+    direct.delete_by_query(index=MODELS_INDEX, body={"query": {"match_all": {}}},
+                           params={"refresh": "true", "conflicts": "proceed"}, ignore=[404])
     cwd = _session_dir(tmp_path)
     session_env = dict(env, WORKBENCH_URL=url, COLUMNS=RECORDED_COLUMNS,
                        PATH=f"{REPO / '.venv' / 'bin'}{os.pathsep}{env.get('PATH', '')}")
@@ -226,6 +262,10 @@ def test_every_example_of_the_page_runs(
             continue
         if fence.marker == "config":
             CONFIG_CHECKS[fence.argument](fence, localise)
+        elif fence.marker == "shown-by":
+            path, _, test = fence.argument.partition("::")
+            assert f"def {test}(" in (REPO / path).read_text(), (fence.where, fence.argument)
+            parse_pattern(fence.text)
         elif fence.language == "console":
             _console(fence, cwd, session_env, localise)
         elif fence.language in ("bash", "sh"):

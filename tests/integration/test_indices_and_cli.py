@@ -120,6 +120,12 @@ def test_load_demo_without_paths_loads_the_shipped_data(env, direct) -> None:
         assert result.stdout.splitlines() == [
             f"{products}: 6764 documents", "ubi_events: 3448 documents",
             "ubi_queries: 473 documents"]
+        # a second load leaves the complete catalogue as it is: no overwritten versions in
+        # the index's statistics, so the demo ranks exactly as after the first load
+        again = run_cli(env, "load-demo", "--products-index", products)
+        assert again.stdout == result.stdout and again.stderr == "", again.stderr
+        docs = direct.indices.stats(index=products)["_all"]["primaries"]["docs"]
+        assert docs == {"count": 6764, "deleted": 0}
     finally:
         direct.indices.delete(index=products, ignore=[404])
 

@@ -25,6 +25,9 @@ An HTML comment right before a fence can say more:
   session's folder before the page's sessions run (a file the commands use).
 * ``<!-- example: setup -->`` before a ``bash`` fence: set-up of the machine itself
   (``./scripts/up.sh``, ``./scripts/test.sh``), which CI runs as its own steps, not in a test.
+
+The other markers (``config``, ``shown-by``, settings after ``setup``) are read by
+``tests/integration/test_doc_examples.py``, which says what each means.
 """
 
 from __future__ import annotations
@@ -39,7 +42,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[2]
 _UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 _DURATION = re.compile(r"\b\d+:\d\d:\d\d\b")
-_MARKER = re.compile(r"<!--\s*example:\s*(\w+)\s*(.*?)\s*-->")
+_MARKER = re.compile(r"<!--\s*example:\s*([\w-]+)\s*(.*?)\s*-->")
 
 
 @dataclass
@@ -235,6 +238,13 @@ def json_mismatches(pattern: Any, actual: Any, where: str = "$") -> list[str]:
 
 
 def shown_as_json(lines: list[str]) -> bool:
-    """Whether a command's shown output is JSON (compared with ``json_mismatches``)."""
+    """Whether a command's shown output is JSON (compared with ``json_mismatches``): it starts
+    like JSON and reads as a pattern (``[workbench] ...`` is text)."""
     text = "\n".join(lines).strip()
-    return text[:1] in ("{", "[")
+    if text[:1] not in ("{", "["):
+        return False
+    try:
+        parse_pattern(text)
+    except ValueError:
+        return False
+    return True

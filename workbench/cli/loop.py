@@ -100,7 +100,7 @@ def add_commands(sub: Any) -> None:
     sample = ex.add_parser("label-sample", parents=[conn],
                            help="draw queries for people to label (a CSV to fill in and "
                                 "import with `workbench judgments import`)")
-    sample.add_argument("experiment", help="a COMPLETED pointwise experiment")
+    sample.add_argument("experiment", help="a pointwise experiment (waited for while it runs)")
     sample.add_argument("--queries", type=int, required=True, help="how many queries to label")
     sample.add_argument("--seed", type=int, help="draw this sample again (default: random, "
                                                  "printed)")
@@ -291,6 +291,10 @@ def _summary(client: WorkbenchClient, experiment_id: str, baseline: str | None,
 
 
 def _label_sample(client: WorkbenchClient, args: argparse.Namespace) -> int:
+    """The sample, once the experiment has ended (its pool is the finished rankings)."""
+    doc = wait_with_progress(client, "experiments", args.experiment, "running", args.timeout)
+    if doc.get("status") != "COMPLETED":
+        return _ended(doc, "experiment")
     params: dict[str, Any] = {"queries": args.queries}
     if args.seed is not None:
         params["seed"] = args.seed
