@@ -189,7 +189,8 @@ def check_judge_aware_summary(api: Api, esci: dict[str, Any], direct: OpenSearch
     result = cli(server, env, "experiment", "label-sample", experiment_id, "--queries", "30",
                  "--seed", "24", "--fields", "title", "--out", str(path))
     ok(result)
-    said = " ".join(result.stderr.split()).replace(str(path), "labels.csv")
+    message = [line for line in result.stderr.splitlines() if "━" not in line]  # no bar
+    said = " ".join(" ".join(message).split()).replace(str(path), "labels.csv")
     assert said.startswith(f"30 of 150 queries, {len(sample['rows'])} documents to rate (seed "
                            "24) -> labels.csv; fill in the rating column"), said
     # docs/significance.md shows this very line

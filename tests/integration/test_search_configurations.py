@@ -127,6 +127,44 @@ def test_bad_input(api: Api, products: str, direct: OpenSearch, fields: dict[str
     assert direct.count(index=INDEX)["count"] == before
 
 
+@pytest.mark.parametrize("query, reason", [
+    # the search-configuration table's old mistake: a bare clause where the body belongs
+    ('{"match":{"title":"%SearchText%"}}', "Unknown key for a START_OBJECT in [match]."),
+    ('{"query":{"mach":{"title":"%SearchText%"}}}', "unknown query [mach] did you mean [match]?"),
+    ('{"query":{"match":{"title":"%SearchText%","x":1}}}',
+     "[match] query doesn't support multiple fields, found [title] and [x]"),
+])
+def test_a_query_the_cluster_cannot_parse_is_refused_at_creation(
+        api: Api, products: str, direct: OpenSearch, query: str, reason: str) -> None:
+    """The plugin stores these and the first experiment that runs one ends ERROR with
+    ``parsing_exception``; the workbench asks the cluster once and refuses them."""
+    before = direct.count(index=INDEX)["count"]
+    create(api, products, query=query).error(
+        400, f"query cannot be parsed as a search request on [{products}]: {reason} (query is "
+             'the whole search body, as {"query": {"match": {"title": "%SearchText%"}}})')
+    assert direct.count(index=INDEX)["count"] == before
+
+
+def test_a_hybrid_query_is_checked_clause_by_clause(api: Api, products: str) -> None:
+    """Without the neural-search plugin the cluster parses no ``hybrid`` query, and the
+    workbench runs its clauses itself: each clause is what must parse."""
+    good = ('{"query":{"hybrid":{"queries":[{"match":{"title":"%SearchText%"}},'
+            '{"match_all":{}}]}},"_source":["title"]}')
+    assert create(api, products, query=good).status == 200
+    bad = '{"query":{"hybrid":{"queries":[{"match":{"title":"%SearchText%"}},{"mach":{}}]}}}'
+    create(api, products, query=bad).error(
+        400, f"query cannot be parsed as a search request on [{products}]: unknown query "
+             '[mach] did you mean [match]? (query is the whole search body, as {"query": '
+             '{"match": {"title": "%SearchText%"}}})')
+
+
+def test_a_query_that_fails_only_for_some_texts_is_accepted(api: Api, products: str) -> None:
+    """Words against a number field fail for the sample text, not for every query text (a
+    query set of prices would run): only parse failures are refused."""
+    assert create(api, products, query='{"query":{"term":{"price":"%SearchText%"}}}'
+                  ).status == 200
+
+
 def test_placeholders_and_mustache_are_accepted(api: Api, products: str) -> None:
     for query in (
         '{"query":{"match":{"title":"%queryText%"}}}',

@@ -1,4 +1,9 @@
-"""Search configurations: ``PUT``, list, get, ``_search``, delete."""
+"""Search configurations: ``PUT``, list, get, ``_search``, delete.
+
+A new configuration's index must exist and, beyond the plugin, the cluster must
+parse its query as a search on it (``store/search_render.cluster_parse_error``); the plugin
+stores any JSON object and lets the first experiment fail (docs/differences.md).
+"""
 
 from __future__ import annotations
 
@@ -19,7 +24,7 @@ from workbench.schemas.body import load
 from workbench.schemas.search_configurations import SearchConfigurationSchema
 from workbench.store.indices import SEARCH_CONFIG_INDEX, index_exists
 from workbench.store.repository import now_iso
-from workbench.store.search_render import query_error
+from workbench.store.search_render import cluster_parse_error, query_error
 
 INDEX = SEARCH_CONFIG_INDEX
 
@@ -34,6 +39,9 @@ def put_search_configuration() -> Response:
     fields = load(SearchConfigurationSchema(query_check=query_error), body)
     if not index_exists(services().client, fields["index"]):
         raise BadRequest(f"Index [{body['index']}] does not exist in the cluster")
+    unparsable = cluster_parse_error(services().client, fields["index"], fields["query"])
+    if unparsable:
+        raise BadRequest(unparsable)
     doc = {
         "id": create.id,
         "name": fields["name"],

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import pystache
+from opensearchpy import OpenSearch, RequestError
 
 from workbench.errors import BadRequest
 from workbench.schemas import request_json
@@ -111,3 +112,49 @@ def query_error(query: Any, field: str = "query") -> str | None:
     if not isinstance(parsed, dict):
         return "query must be a JSON object (the search request body)"
     return None
+
+
+# The cluster's answers that say a search body cannot be parsed at all, whatever the query text
+# and the data (a bare query clause where the whole body belongs, an unknown query type, a
+# field a clause does not take). Not among them: query_shard_exception, which may depend on the
+# text (a number field searched with words) and so on what a query set holds.
+PARSE_FAILURES = ("parsing_exception", "x_content_parse_exception")
+SAMPLE_TEXT = "sample query"
+
+
+def cluster_parse_error(client: OpenSearch, index: str, query: str) -> str | None:
+    """Why the cluster cannot parse ``query`` as a search on ``index``, or None.
+
+    The plugin stores any JSON object and the first experiment to use it ends ``ERROR``; the
+    workbench sends it once, as the caller, with a sample query text and no hits asked, so a
+    configuration that can never run is refused when it is created.
+    """
+    for body in _parts(render({"index": index, "query": query}, SAMPLE_TEXT, 0).body):
+        try:
+            client.search(index=index, body=body,
+                          params={"terminate_after": "1", "track_total_hits": "false"})
+        except RequestError as exc:
+            if exc.error not in PARSE_FAILURES:
+                continue
+            error = exc.info.get("error", {}) if isinstance(exc.info, dict) else {}
+            reason = error.get("reason", exc.error) if isinstance(error, dict) else exc.error
+            return (f"query cannot be parsed as a search request on [{index}]: {reason} (query "
+                    'is the whole search body, as {"query": {"match": {"title": '
+                    '"%SearchText%"}}})')
+    return None
+
+
+def _parts(body: dict[str, Any]) -> list[dict[str, Any]]:
+    """The searches that check a body: itself, or for a ``hybrid`` query each of its clauses
+    with the rest of the body (a cluster without the neural-search plugin parses no
+    ``hybrid``, and the workbench runs the clauses itself: experiments/hybrid.py). A
+    ``hybrid`` without a list of clauses is left to the run, which names the problem."""
+    query = body.get("query")
+    if not (isinstance(query, dict) and list(query) == ["hybrid"]):
+        return [body]
+    hybrid = query["hybrid"]
+    clauses = hybrid.get("queries") if isinstance(hybrid, dict) else None
+    if not isinstance(clauses, list) or not all(isinstance(c, dict) for c in clauses):
+        return []
+    rest = {key: value for key, value in body.items() if key != "query"}
+    return [{**rest, "query": clause} for clause in clauses]

@@ -75,11 +75,11 @@ def test_the_local_set_up_of_the_docs_admits_its_server_and_nothing_else_local()
     assert set(settings) == {"WORKBENCH_MODEL_ENDPOINTS", "WORKBENCH_MODEL_PRIVATE_ENDPOINTS"}
     # The shell leaves '...' alone: what the workbench reads is the text between the quotes.
     policy = EndpointPolicy.from_config(Config.from_env(settings))
-    policy.check_registered("http://127.0.0.1:8080/v1")
+    policy.check_registered("http://127.0.0.1:9600/v1")
     policy.check_registered("https://api.openai.com/v1")
     with pytest.raises(EndpointRefused, match="matches none"):
         policy.check_registered("http://127.0.0.1:9200/v1")  # the cluster's port: not trusted
-    assert '"endpoint": "http://127.0.0.1:8080/v1"' in text
+    assert "http://10.1.2.3:8000/v1" in text  # the page shows another endpoint refused
 
 
 def test_the_documented_local_set_up_admits_its_server() -> None:
@@ -88,9 +88,9 @@ def test_the_documented_local_set_up_admits_its_server() -> None:
     settings = dict(re.findall(r"(WORKBENCH_MODEL_\w+)=('[^']*'|\S+)", line))
     settings = {k: v.strip("'") for k, v in settings.items()}
     policy = EndpointPolicy.from_config(Config.from_env(settings))
-    policy.check_registered("http://127.0.0.1:8080/v1")
+    policy.check_registered("http://127.0.0.1:9600/v1")
     with pytest.raises(EndpointRefused):
-        policy.check_registered("http://127.0.0.1:8081/v1")
+        policy.check_registered("http://127.0.0.1:9601/v1")
 
 
 def test_private_addresses_need_the_operator() -> None:
