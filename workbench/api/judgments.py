@@ -121,7 +121,10 @@ def retry_judgment(entity_id: str) -> Response:
     ratings = doc.get("judgmentRatings") or []
     if not ratings:
         raise BadRequest("No judgment ratings found")
-    if not any(entry.get("failures") for entry in ratings):
+    left_out = int((doc.get("metadata") or {}).get("totalQueries") or 0) > len(ratings)
+    if not any(entry.get("failures") for entry in ratings) and not left_out:
+        # (a judgment made before failed queries were kept left them out: those are retried
+        # whole, searched again: judgments/llm/generation.retry_failed)
         raise BadRequest("No failed documents to retry")
     if not doc.get("metadata"):
         raise BadRequest("Judgment metadata is missing")

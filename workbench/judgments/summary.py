@@ -6,12 +6,19 @@ from typing import Any
 
 
 def recompute(metadata: dict[str, Any], entries: list[dict[str, Any]]) -> dict[str, Any]:
-    """``totalQueries`` stays; a query is successful when it has an entry in the ratings."""
+    """``totalQueries`` stays; a query is failed when its entry lists ``failures``, or when it
+    has no entry at all (a judgment made before failed queries were kept, which left them
+    out). ``lastFailureReason`` is the reason of the last failed document that has one, the
+    stored one when none has, and goes when no query failed."""
     out = dict(metadata)
     total = int(out.get("totalQueries", len(entries)))
-    successful = min(len(entries), total)
-    out.update(totalQueries=total, successfulQueries=successful,
-               failedQueries=total - successful)
-    if out["failedQueries"] == 0:
+    failed = sum(1 for entry in entries if entry.get("failures"))
+    failed = min(total, failed + max(0, total - len(entries)))
+    out.update(totalQueries=total, successfulQueries=total - failed, failedQueries=failed)
+    reasons = [f["reason"] for entry in entries for f in entry.get("failures") or []
+               if f.get("reason")]
+    if failed == 0:
         out.pop("lastFailureReason", None)
+    elif reasons:
+        out["lastFailureReason"] = reasons[-1]
     return out

@@ -20,8 +20,8 @@ from workbench.judgments.llm.job import (
     prepare,
     rating_entries,
 )
-from workbench.judgments.retrieval import Target, load
-from workbench.querysets.entries import QueryEntry, read_entries
+from workbench.judgments.retrieval import Target, load, retrieve
+from workbench.querysets.entries import read_entries
 from workbench.services import Services
 from workbench.store.indices import QUERY_SET_INDEX, SEARCH_CONFIG_INDEX
 from workbench.store.repository import Repository
@@ -53,7 +53,10 @@ def generate(svc: Services, judgment_id: str, metadata: dict[str, Any],
     if failed and reason:
         out["lastFailureReason"] = reason
     _budget_outcome(judge, out)
-    if failed and not metadata.get("ignoreFailure"):
+    crashed = sum(outcome.crashed for outcome in outcomes)
+    if crashed and not metadata.get("ignoreFailure"):
+        # Work outside the model's answers broke (a fault of the workbench, logged with its
+        # traceback): only then does the judgment end ERROR, with the plugin's message.
         raise JobFailed(f"LLM judgment generation failed: {failed} of {len(entries)} queries "
                         "could not be processed", {"lastFailureReason": reason})
     log.info("judgment %s: %d queries, %d failed, %s", judgment_id, len(entries), failed,
@@ -65,13 +68,17 @@ def retry_failed(svc: Services, judgment_id: str, doc: dict[str, Any],
                  control: JobControl | None = None,
                  ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """Rate again the documents listed in ``failures`` and merge the answers (docs/contract.md,
-    "Retry"); many queries to retry are split over the workers as a generation is."""
+    "Retry"); many queries to retry are split over the workers as a generation is.
+
+    A judgment made before failed queries were kept left them out of its ratings: those
+    queries of its query set (when the query set still exists) are searched again with its
+    configurations and rated whole, and get their entries in query-set order."""
     metadata = doc.get("metadata") or {}
     config_ids = metadata.get("searchConfigurationList") or []
     if not config_ids:
         raise JobFailed("Cannot retry: the judgment's metadata names no searchConfigurationList")
-    config = load(svc, SEARCH_CONFIG_INDEX, config_ids[0], "SearchConfiguration")
-    index = config["index"]
+    configs = [load(svc, SEARCH_CONFIG_INDEX, c, "SearchConfiguration") for c in config_ids]
+    index = configs[0]["index"]
     entries = doc.get("judgmentRatings") or []
     wanted = sorted({f["docId"] for e in entries for f in e.get("failures") or []})
     sources = Repository(svc.client, index).mget_sources(wanted)
@@ -79,10 +86,9 @@ def retry_failed(svc: Services, judgment_id: str, doc: dict[str, Any],
     if gone:
         raise JobFailed(f"Cannot retry: document(s) no longer exist in index [{index}]: "
                         f"[{', '.join(gone)}]")
-    by_key: dict[str, QueryEntry] = {}
     query_set = Repository(svc.client, QUERY_SET_INDEX).get_source(metadata.get("querySetId", ""))
-    if query_set is not None:
-        by_key = {e.key: e for e in read_entries(query_set)}
+    in_set = read_entries(query_set) if query_set is not None else []
+    by_key = {e.key: e for e in in_set}
     judge = LlmRater(svc, metadata, index, control)
     targets, owners = [], []
     context_fields = judge.context_fields
@@ -95,19 +101,35 @@ def retry_failed(svc: Services, judgment_id: str, doc: dict[str, Any],
         contexts = [(d, prompt.context_string(sources[d], context_fields)) for d in failures]
         targets.append(Target(query_entry, contexts))
         owners.append(number)
+    present = {e["query"] for e in entries}
+    absent = [e for e in in_set if e.key not in present]
+    if int(metadata.get("totalQueries", 0)) <= len(entries):
+        absent = []  # every query has its entry: none was left out
+    if absent:
+        log.info("judgment %s: %d queries left out by an earlier run are searched and rated "
+                 "again", judgment_id, len(absent))
+        found = retrieve(svc, absent, configs, int(metadata.get("size", 10)),
+                         lambda source: prompt.context_string(source, context_fields))
+        for target in found:
+            entries.append({"query": target.entry.key, "ratings": []})
+            targets.append(target)
+            owners.append(len(entries) - 1)
     judge.use_cache(targets)
     outcomes = split.rate(svc, judgment_id, judge, targets, control)
+    budget_reason = judge.budget.reason if judge.budget is not None else None
     for number, target, outcome in zip(owners, targets, outcomes, strict=True):
         entry = entries[number]
         rated = {**target.known, **outcome.ratings}
         entry["ratings"] = list(entry.get("ratings") or []) + rating_entries(target, outcome)
-        budget_reason = judge.budget.reason if judge.budget is not None else None
         still = failure_list([d for d, _ in target.hits if d not in rated], outcome.unpaid,
                              budget_reason, outcome.reasons)
         if still:
             entry["failures"] = still
         else:
             entry.pop("failures", None)
+    if absent:
+        order = {e.key: n for n, e in enumerate(in_set)}
+        entries.sort(key=lambda e: order.get(e["query"], len(order)))
     usage = JobUsage.from_metadata(metadata.get("usage"))
     usage.add(judge.usage)
     out = summary.recompute({**metadata, "usage": judge.usage_metadata(usage)}, entries)

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
+from workbench.jobs.base import JobFailed
 from workbench.jobs.control import JobControl
 from workbench.judges import ratings as parse
 from workbench.judgments.llm import chunking, cost, prompt
@@ -57,6 +58,7 @@ class Outcome:
     errors: list[str] = field(default_factory=list)
     chunks: int = 0
     failed_chunks: int = 0
+    crashed: int = 0  # chunks that broke outside the model's answer (a fault, logged)
     unpaid: list[str] = field(default_factory=list)  # docIds left unrated by the budget
     reasons: dict[str, str] = field(default_factory=dict)  # docId -> why the model left it
 
@@ -112,6 +114,15 @@ class ChunkAnswer:
     error: str | None
     usage: JobUsage
     refused: dict[str, str] = field(default_factory=dict)
+    crashed: bool = False  # the work around the call broke, not the model
+
+
+def crash_answer(query: str, exc: Exception) -> ChunkAnswer:
+    """A chunk whose processing raised unexpectedly: its documents fail with the error, the
+    traceback goes to the log (a fault of the workbench, not of the model)."""
+    log.error("rating a chunk of query %r failed unexpectedly", query, exc_info=exc)
+    return ChunkAnswer({}, {}, f"unexpected error: {type(exc).__name__}: {exc}", JobUsage(),
+                       crashed=True)
 
 
 #: the reason of a document the model's answer did not rate
@@ -262,7 +273,12 @@ class LlmRater:
             try:
                 for future in as_completed(futures):
                     number = futures[future]
-                    answer = future.result()
+                    try:
+                        answer = future.result()
+                    except JobFailed:  # a cancel included
+                        raise
+                    except Exception as exc:  # noqa: BLE001 - recorded as the query's failure
+                        answer = crash_answer(targets[number].entry.key, exc)
                     if answer is None or self.cancelled():
                         raise self._cancel(futures)
                     self.usage.add(answer.usage)
@@ -292,6 +308,7 @@ class LlmRater:
         else:
             outcome.errors.append(answer.error)
             outcome.failed_chunks += 1
+            outcome.crashed += answer.crashed
             outcome.reasons.update(dict.fromkeys(doc_ids, answer.error))
         return {}
 
@@ -414,24 +431,29 @@ def failure_list(missing: Iterable[str], unpaid: Iterable[str], budget_reason: s
 
 
 def assemble(targets: list[Target], outcomes: list[Outcome], budget_reason: str | None = None,
-              ) -> tuple[list[dict[str, Any]], int, str | None]:
-    """The ``judgmentRatings`` entries, the number of failed queries and the last reason. A
-    chunk the budget stopped is not a failure of the query: its documents are listed in
-    ``failures`` (for ``_retry``) with the budget's reason."""
+             ) -> tuple[list[dict[str, Any]], int, str | None]:
+    """The ``judgmentRatings`` entries, the number of failed queries and the last reason, by the
+    plugin's failure policy (docs/contract.md, "LLM judgments: failures"): every query keeps an
+    entry. Its ``ratings`` are those it has (reused, cached, or from the chunks that were
+    answered) and every document sent to the model that got no usable rating is listed under
+    ``failures`` with its reason, for ``_retry``; a query with ``failures`` is a failed query,
+    whether the model failed on it wholly or in part or the budget stopped it. A query whose
+    searches failed or found nothing has no ratings and no failures: nothing was sent, there
+    is nothing to retry, and it counts as successful (its search error is logged)."""
     entries, failed, reason = [], 0, None
     for target, outcome in zip(targets, outcomes, strict=True):
         if target.search_error is not None:
-            failed, reason = failed + 1, f"search failed: {target.search_error}"
-            continue
-        if outcome.chunks and outcome.failed_chunks == outcome.chunks:
-            failed, reason = failed + 1, outcome.errors[-1]
-            continue
+            log.info("query %r: search failed, kept without ratings: %s", target.entry.key,
+                     target.search_error)
         entry: dict[str, Any] = {"query": target.entry.key,
                                  "ratings": rating_entries(target, outcome)}
         missing = [d for d in outcome.sent if d not in outcome.ratings]
         if missing:
-            entry["failures"] = failure_list(missing, outcome.unpaid, budget_reason,
-                                             outcome.reasons)
+            failures = failure_list(missing, outcome.unpaid, budget_reason, outcome.reasons)
+            entry["failures"] = failures
+            failed += 1
+            reason = (outcome.errors[-1] if outcome.errors else
+                      next((f["reason"] for f in failures if "reason" in f), NOT_RATED))
         entries.append(entry)
     return entries, failed, reason
 

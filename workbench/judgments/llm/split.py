@@ -15,9 +15,10 @@ import json
 from typing import Any
 
 from workbench.jobs import fanout
+from workbench.jobs.base import JobFailed
 from workbench.jobs.control import JobControl, without_progress
 from workbench.judgments.llm.cost import SharedBudget
-from workbench.judgments.llm.job import CacheWriter, JobUsage, LlmRater, Outcome
+from workbench.judgments.llm.job import CacheWriter, JobUsage, LlmRater, Outcome, crash_answer
 from workbench.judgments.retrieval import Target
 from workbench.querysets.entries import QueryEntry
 from workbench.redis_keys import budget_key
@@ -66,6 +67,7 @@ def rate(svc: Services, judgment_id: str, judge: LlmRater, targets: list[Target]
         outcome.chunks = result["chunks"]
         outcome.failed_chunks = result["failedChunks"]
         outcome.unpaid = result["unpaid"]
+        outcome.crashed = result.get("crashed", 0)  # absent from an older worker's units
         outcome.reasons = result.get("reasons") or {}  # absent from an older worker's units
         judge.usage.add(JobUsage(**result["usage"]))
     return outcomes
@@ -94,7 +96,12 @@ class LlmUnits:
         outcome, usage = Outcome(), JobUsage()
         chunks = self.judge.plan(target)
         for chunk in chunks:
-            answer = self.judge._chunk(entry, chunk)
+            try:
+                answer = self.judge._chunk(entry, chunk)
+            except JobFailed:  # a cancel included
+                raise
+            except Exception as exc:  # noqa: BLE001 - recorded as the query's failure
+                answer = crash_answer(entry.key, exc)
             assert answer is not None  # only a job's own control cancels a call
             usage.add(answer.usage)
             self.cache.add(self.judge.record(outcome, entry, answer,
@@ -102,6 +109,7 @@ class LlmUnits:
         return {"ratings": outcome.ratings, "rationales": outcome.rationales,
                 "errors": outcome.errors, "chunks": len(chunks),
                 "failedChunks": outcome.failed_chunks, "unpaid": outcome.unpaid,
+                "crashed": outcome.crashed,
                 "reasons": outcome.reasons,
                 "usage": {"input_tokens": usage.input_tokens,
                           "output_tokens": usage.output_tokens, "llm_calls": usage.llm_calls,
