@@ -112,6 +112,9 @@ def experiment_summary(entity_id: str) -> tuple[dict[str, Any], Run, dict[str, A
         if experiment.get("isScheduled") else []
     names = summary_read.configuration_names(client, configs)
     summary = build(experiment, names, own, judged, history, **params)
+    if not pairwise:
+        summary["warnings"].extend(summary_read.failed_judgment_queries(
+            client, [str(j) for j in experiment.get("judgmentList") or []]))
     human_id = request.args.get("humanJudgments")
     if human_id is not None:
         _add_human_section(experiment, summary, own, names, human_id, params)

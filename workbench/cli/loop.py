@@ -60,6 +60,14 @@ def add_commands(sub: Any) -> None:
     imp.add_argument("--qid-as-query", action="store_true",
                      help="qrels: the qid column is the query text itself")
     imp.add_argument("--no-wait", action="store_true")
+    show_j = jd.add_parser("show", parents=[conn],
+                           help="a judgment's status and counters, and for an LLM judgment "
+                                "its failed queries with the reasons (waiting while it runs)")
+    show_j.add_argument("judgment")
+    retry = jd.add_parser("retry", parents=[conn],
+                          help="rate again the documents an LLM judgment failed on "
+                               "(POST _retry), wait, and show the judgment")
+    retry.add_argument("judgment")
 
     sc = sub.add_parser("search-config", help="search configurations").add_subparsers(
         dest="action", required=True)
@@ -167,6 +175,8 @@ def run(args: argparse.Namespace) -> int:
         ("experiment", "run"): _experiment_run,
         ("experiment", "summary"): _experiment_summary,
         ("experiment", "label-sample"): _label_sample,
+        ("judgments", "show"): _judgments_show,
+        ("judgments", "retry"): _judgments_retry,
         ("export", "run"): _export_run,
         ("export", "qrels"): _export_qrels,
         ("gate", None): _gate,
@@ -214,6 +224,51 @@ def _judgments_import(client: WorkbenchClient, args: argparse.Namespace) -> int:
         return 0
     doc = wait_with_progress(client, "judgments", judgment_id, "importing", args.timeout)
     return _ended(doc, "judgment")
+
+
+def _judgments_show(client: WorkbenchClient, args: argparse.Namespace) -> int:
+    doc = wait_with_progress(client, "judgments", args.judgment, "running", args.timeout)
+    print("\n".join(judgment_lines(doc)))
+    return _ended(doc, "judgment")
+
+
+def _judgments_retry(client: WorkbenchClient, args: argparse.Namespace) -> int:
+    answer = client.srw("POST", f"/judgments/{args.judgment}/_retry")
+    err.print(f"judgment {args.judgment}: {answer.get('message', 'retrying')}")
+    doc = wait_with_progress(client, "judgments", args.judgment, "retrying", args.timeout)
+    print("\n".join(judgment_lines(doc)))
+    return _ended(doc, "judgment")
+
+
+def judgment_lines(doc: dict[str, Any], shown: int = 20) -> list[str]:
+    """A judgment as ``judgments show`` prints it: status, counters, and each failed query with
+    its documents left unrated and why (the first ``shown`` queries)."""
+    meta = doc.get("metadata") or {}
+    entries = doc.get("judgmentRatings") or []
+    lines = [f"judgment {doc.get('id')} {doc.get('name')!r} ({doc.get('type')}) · "
+             f"{doc.get('status')}"]
+    ratings = sum(len(e.get("ratings") or []) for e in entries)
+    if "totalQueries" in meta:
+        lines.append(f"queries: {meta['totalQueries']} total, {meta.get('successfulQueries')} "
+                     f"successful, {meta.get('failedQueries')} failed; {ratings} ratings")
+    else:
+        lines.append(f"queries: {len(entries)}; {ratings} ratings")
+    if meta.get("lastFailureReason"):
+        lines.append(f"last failure: {meta['lastFailureReason']}")
+    failed = [e for e in entries if e.get("failures")]
+    for entry in failed[:shown]:
+        lines.append(f"  {entry['query']!r}: {len(entry['failures'])} unrated")
+        reasons: dict[str, list[str]] = {}
+        for failure in entry["failures"]:
+            reasons.setdefault(failure.get("reason") or "no reason recorded", []).append(
+                failure["docId"])
+        for reason, doc_ids in reasons.items():
+            lines.append(f"    {', '.join(doc_ids)}: {reason}")
+    if len(failed) > shown:
+        lines.append(f"  ... and {len(failed) - shown} more failed queries")
+    if failed and doc.get("status") == "COMPLETED":
+        lines.append(f"retry them: workbench judgments retry {doc.get('id')}")
+    return lines
 
 
 def _search_config_create(client: WorkbenchClient, args: argparse.Namespace) -> int:

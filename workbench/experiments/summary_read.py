@@ -100,6 +100,31 @@ def judged_documents(client: OpenSearch, judgment_ids: list[str]) -> dict[str, s
     return judged
 
 
+def failed_judgment_queries(client: OpenSearch, judgment_ids: list[str]
+                            ) -> list[dict[str, Any]]:
+    """A ``judgment_failed_queries`` warning for each LLM judgment list that has failed
+    queries: their documents left unrated count as unrated (irrelevant) in the metrics until a
+    ``_retry`` rates them."""
+    warnings = []
+    repo = Repository(client, JUDGMENT_INDEX)
+    for judgment_id in judgment_ids:
+        source = repo.get_source(judgment_id, ["name", "metadata.failedQueries",
+                                               "metadata.totalQueries",
+                                               "metadata.lastFailureReason"]) or {}
+        meta = source.get("metadata") or {}
+        failed = int(meta.get("failedQueries") or 0)
+        if failed:
+            warnings.append({
+                "level": "warning", "code": "judgment_failed_queries",
+                "judgmentId": judgment_id, "failedQueries": failed,
+                "lastFailureReason": meta.get("lastFailureReason"),
+                "message": f"judgment list [{source.get('name', judgment_id)}] failed on "
+                           f"{failed} of {meta.get('totalQueries')} queries (last reason: "
+                           f"{meta.get('lastFailureReason')}); the documents it left unrated "
+                           "count as unrated until POST judgments/{id}/_retry rates them"})
+    return warnings
+
+
 def human_ratings(client: OpenSearch, judgment_id: str
                   ) -> tuple[dict[str, Any], dict[str, dict[str, float]]] | None:
     """(the judgment list, query -> doc id -> rating) of a list people made, or None when there
