@@ -306,6 +306,39 @@ def test_the_whole_dashboards_journey(api: Api, worker: Worker, llm: LLMServer,
     assert api.call("GET", f"{SRW}/experiments/{pointwise_id}").status == 404
 
 
+def test_retry_from_the_judgment_view_of_a_judgment_with_failed_queries(
+        api: Api, worker: Worker, llm: LLMServer, catalogue: str) -> None:
+    """Dashboards (SRW plugin after 3.8) shows Retry when ``metadata.failedQueries > 0`` and
+    the judgment is neither PROCESSING nor RETRYING; its server route then sends ``POST
+    .../judgments/{id}/_retry`` with no body through the legacy client. Here the model fails
+    on every call, so every query fails; the retry, with the model answering again, rates
+    them all."""
+    queries = osd(api, "PUT", f"{SRW}/query_sets", {
+        "name": f"osd-retry-{uuid.uuid4().hex[:6]}", "sampling": "manual",
+        "querySetQueries": [{"queryText": "red shoes"}, {"queryText": "wireless earbuds"}]})
+    config = osd(api, "PUT", f"{SRW}/search_configurations", {
+        "name": f"osd-retry-{uuid.uuid4().hex[:6]}", "index": catalogue,
+        "query": '{"query":{"match":{"title":"%SearchText%"}}}'})
+    llm.fail(500, times=100)
+    created = osd(api, "PUT", f"{SRW}/judgments", {
+        "name": "OSD retry", "type": "LLM_JUDGMENT", "querySetId": queries["query_set_id"],
+        "searchConfigurationList": [config["search_configuration_id"]], "size": 3,
+        "modelId": JUDGE_MODEL, "contextFields": ["title"], "overwriteCache": True})
+    judgment_id = created["judgment_id"]
+    failed = wait(api, f"{SRW}/judgments/{judgment_id}")
+    assert failed["status"] == "COMPLETED"
+    assert failed["metadata"]["failedQueries"] == 2  # what the view reads to show Retry
+    assert all(e["failures"] and e["ratings"] == [] for e in failed["judgmentRatings"])
+    llm.reset()
+    retry = osd(api, "POST", f"{SRW}/judgments/{judgment_id}/_retry")
+    assert retry == {"judgment_id": judgment_id, "status": "RETRYING",
+                     "message": "Retrying failed documents"}
+    done = wait(api, f"{SRW}/judgments/{judgment_id}")
+    assert done["status"] == "COMPLETED"
+    assert (done["metadata"]["successfulQueries"], done["metadata"]["failedQueries"]) == (2, 0)
+    assert all("failures" not in e and e["ratings"] for e in done["judgmentRatings"])
+
+
 def test_disabled_workbench_message_reaches_the_ui(api: Api) -> None:
     api.call("PUT", "/_cluster/settings",
              {"persistent": {"plugins.search_relevance.workbench_enabled": False}})

@@ -28,6 +28,7 @@ from workbench.judgments.llm import job
 from workbench.judgments.llm.chunking import count_tokens
 from workbench.llm.base import messages_string
 from workbench.llm.structured import mode
+from workbench.store.indices import JUDGMENT_INDEX
 
 PRODUCTS = [
     ("p1", "red running shoes", "lightweight shoes for running", "shoes"),
@@ -284,7 +285,11 @@ def test_partial_answers_become_failures_then_retry_and_edit(
     assert done["status"] == "COMPLETED"
     failures = {e["query"]: [f["docId"] for f in e["failures"]]
                 for e in done["judgmentRatings"] if "failures" in e}
-    assert failures and done["metadata"]["failedQueries"] == 0
+    # a query the model answered only in part is a failed query (docs/contract.md, "LLM
+    # judgments: failures"), counted, with the reason, so Dashboards offers Retry
+    assert failures and done["metadata"]["failedQueries"] == len(failures)
+    assert done["metadata"]["successfulQueries"] == 3 - len(failures)
+    assert done["metadata"]["lastFailureReason"] == job.NOT_RATED
     for entry in done["judgmentRatings"]:
         rated = {r["docId"] for r in entry["ratings"]}
         assert not rated & set(failures.get(entry["query"], []))
@@ -303,6 +308,8 @@ def test_partial_answers_become_failures_then_retry_and_edit(
         time.sleep(0.2)
     assert doc["status"] == "COMPLETED"
     assert all("failures" not in e for e in doc["judgmentRatings"])
+    assert (doc["metadata"]["successfulQueries"], doc["metadata"]["failedQueries"]) == (3, 0)
+    assert "lastFailureReason" not in doc["metadata"]
     assert llm.calls == calls + len(failures)
     for entry in doc["judgmentRatings"]:
         assert set(failures.get(entry["query"], [])) <= {r["docId"] for r in entry["ratings"]}
@@ -340,7 +347,8 @@ def test_a_rating_off_the_scale_is_a_failure_with_its_reason_and_can_be_retried(
                           for doc_id, *_ in PRODUCTS]}
     llm.reply_text(json.dumps(answer), times=3)
     done = run(api, body(setup, overwriteCache=True))
-    assert done["status"] == "COMPLETED" and done["metadata"]["failedQueries"] == 0
+    assert done["status"] == "COMPLETED" and done["metadata"]["failedQueries"] == 1
+    assert done["metadata"]["lastFailureReason"] == "rating_score 5 is outside the scale 0 to 1"
     entry = next(e for e in done["judgmentRatings"] if e["query"] == "red shoes")
     assert entry["failures"] == [
         {"docId": "p1", "reason": "rating_score 5 is outside the scale 0 to 1"}]
@@ -350,6 +358,7 @@ def test_a_rating_off_the_scale_is_a_failure_with_its_reason_and_can_be_retried(
     after = finished(api, f"/judgments/{done['id']}", 60)
     entry = next(e for e in after["judgmentRatings"] if e["query"] == "red shoes")
     assert "failures" not in entry and "p1" in {r["docId"] for r in entry["ratings"]}
+    assert after["metadata"]["failedQueries"] == 0
 
 
 def test_a_retry_that_fails_ends_error_with_its_reason_and_keeps_the_ratings(
@@ -391,8 +400,12 @@ def test_edit_moves_a_failed_document_into_the_ratings(api: Api, worker: Worker,
 
 
 @pytest.mark.parametrize("ignore", [False, True])
-def test_failed_queries_and_ignore_failure(api: Api, worker: Worker, setup: dict[str, Any],
-                                           llm: LLMServer, ignore: bool) -> None:
+def test_a_query_the_model_fails_on_is_kept_counted_and_retried(
+        api: Api, worker: Worker, setup: dict[str, Any], llm: LLMServer, ignore: bool) -> None:
+    """docs/contract.md, "LLM judgments: failures": a query whose answers cannot be read keeps
+    its entry with every document sent under ``failures``, counts in ``failedQueries``, and
+    the judgment ends COMPLETED whatever ``ignoreFailure`` says; ``_retry`` then rates exactly
+    those documents and clears the counters."""
     two = api.srw("PUT", "/query_sets", {"name": "two", "querySetQueries": [
         {"queryText": "red shoes"}, {"queryText": "charging cable"}]}).json["query_set_id"]
     # Ratings of the second query are known already; only "red shoes" goes to the model,
@@ -400,6 +413,7 @@ def test_failed_queries_and_ignore_failure(api: Api, worker: Worker, setup: dict
     run(api, body(setup, querySetId=two, searchConfigurationList=setup["configs"][:1]))
     cached = run(api, body(setup, querySetId=two, searchConfigurationList=setup["configs"][:1]))
     assert cached["metadata"]["usage"]["llmCalls"] == 0
+    known = {e["query"]: e["ratings"] for e in cached["judgmentRatings"]}
     # Cache writes do not refresh (lookups are real-time gets): refresh before searching it.
     api.call("POST", "/.plugins-search-relevance-judgment-cache/_refresh")
     api.call("POST", "/.plugins-search-relevance-judgment-cache/_delete_by_query",
@@ -407,17 +421,56 @@ def test_failed_queries_and_ignore_failure(api: Api, worker: Worker, setup: dict
     llm.reply_text("Sorry, I cannot rate these documents.", times=2)
     done = run(api, body(setup, querySetId=two, searchConfigurationList=setup["configs"][:1],
                          ignoreFailure=ignore))
-    assert done["metadata"]["lastFailureReason"].startswith(
-        f"could not read the answer of model {JUDGE_MODEL}")
-    if not ignore:
-        assert done["status"] == "ERROR"
-        assert done["metadata"]["error"] == (
-            "LLM judgment generation failed: 1 of 2 queries could not be processed")
-        assert done["judgmentRatings"] == []
-    else:
-        assert done["status"] == "COMPLETED"
-        assert (done["metadata"]["successfulQueries"], done["metadata"]["failedQueries"]) == (1, 1)
-        assert [e["query"] for e in done["judgmentRatings"]] == ["charging cable"]
+    reason = done["metadata"]["lastFailureReason"]
+    assert reason.startswith(f"could not read the answer of model {JUDGE_MODEL}")
+    assert done["status"] == "COMPLETED"
+    assert "error" not in done["metadata"]
+    assert {k: done["metadata"][k] for k in ("totalQueries", "successfulQueries",
+                                             "failedQueries", "ignoreFailure")} == {
+        "totalQueries": 2, "successfulQueries": 1, "failedQueries": 1, "ignoreFailure": ignore}
+    sent = [r["docId"] for r in known["red shoes"]]  # the documents the model was asked about
+    assert done["judgmentRatings"] == [
+        {"query": "red shoes", "ratings": [],
+         "failures": [{"docId": d, "reason": reason} for d in sent]},
+        {"query": "charging cable", "ratings": known["charging cable"]}]
+
+    calls = llm.calls
+    retry = api.srw("POST", f"/judgments/{done['id']}/_retry")
+    assert retry.status == 200 and retry.json["status"] == "RETRYING"
+    after = finished(api, f"/judgments/{done['id']}", 60)
+    assert after["status"] == "COMPLETED"
+    assert llm.calls == calls + 1  # one call: exactly the failed documents
+    assert [r["docId"] for r in after["judgmentRatings"][0]["ratings"]] == sent
+    assert "failures" not in after["judgmentRatings"][0]
+    assert after["judgmentRatings"][1] == done["judgmentRatings"][1]
+    assert (after["metadata"]["successfulQueries"], after["metadata"]["failedQueries"]) == (2, 0)
+    assert "lastFailureReason" not in after["metadata"]
+
+
+def test_a_judgment_made_before_the_policy_is_retried_for_the_queries_it_left_out(
+        api: Api, worker: Worker, setup: dict[str, Any], llm: LLMServer,
+        direct: OpenSearch) -> None:
+    """A judgment written under the 3.6 policy (``ignoreFailure: true``) left its failed query
+    out: ``_retry`` searches that query again with the judgment's configurations, rates it
+    whole and puts its entry back in query-set order."""
+    fresh = run(api, body(setup, searchConfigurationList=setup["configs"][:1]))
+    entries = fresh["judgmentRatings"]
+    assert [e["query"] for e in entries] == ["red shoes", "wireless earbuds", "charging cable"]
+    old = {**fresh, "judgmentRatings": [entries[0], entries[2]],  # "wireless earbuds" left out
+           "metadata": {**fresh["metadata"], "ignoreFailure": True, "successfulQueries": 2,
+                        "failedQueries": 1, "lastFailureReason": "an old failure"}}
+    direct.index(index=JUDGMENT_INDEX, id=fresh["id"], body=old, refresh=True)
+    calls = llm.calls
+    retry = api.srw("POST", f"/judgments/{fresh['id']}/_retry")
+    assert retry.status == 200, retry.data
+    after = finished(api, f"/judgments/{fresh['id']}", 60)
+    assert after["status"] == "COMPLETED"
+    assert [e["query"] for e in after["judgmentRatings"]] == [
+        "red shoes", "wireless earbuds", "charging cable"]
+    assert after["judgmentRatings"][1]["ratings"] == entries[1]["ratings"]  # the cache's
+    assert llm.calls == calls  # rated before, so the judgment cache answered
+    assert (after["metadata"]["successfulQueries"], after["metadata"]["failedQueries"]) == (3, 0)
+    assert "lastFailureReason" not in after["metadata"]
 
 
 def test_rate_limits_are_retried(api: Api, worker: Worker, setup: dict[str, Any],
@@ -429,16 +482,20 @@ def test_rate_limits_are_retried(api: Api, worker: Worker, setup: dict[str, Any]
     assert llm.calls == 5
 
 
-def test_unreachable_llm_ends_error_with_a_readable_reason(api: Api, worker: Worker,
+def test_an_unreachable_llm_fails_every_query_with_a_readable_reason(api: Api, worker: Worker,
                                                            setup: dict[str, Any],
                                                            llm: LLMServer) -> None:
     llm.fail(503, times=100)
     done = run(api, body(setup, overwriteCache=True))
-    assert done["status"] == "ERROR"
-    assert done["metadata"]["error"] == (
-        "LLM judgment generation failed: 3 of 3 queries could not be processed")
-    assert JUDGE_MODEL in done["metadata"]["lastFailureReason"]
-    assert "503" in done["metadata"]["lastFailureReason"]
+    # every call fails: every query is kept with all its documents under failures
+    assert done["status"] == "COMPLETED"
+    reason = done["metadata"]["lastFailureReason"]
+    assert JUDGE_MODEL in reason and "503" in reason
+    assert (done["metadata"]["successfulQueries"], done["metadata"]["failedQueries"]) == (0, 3)
+    assert len(done["judgmentRatings"]) == 3
+    for entry in done["judgmentRatings"]:
+        assert entry["ratings"] == [] and entry["failures"]
+        assert all(f["reason"] == reason for f in entry["failures"])
 
 
 def test_model_unknown_to_workbench_and_cluster(api: Api, worker: Worker,
