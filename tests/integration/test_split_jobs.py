@@ -251,12 +251,18 @@ def test_a_retry_of_many_queries_is_split_too(crew: dict[str, Any], products: di
     done = finished(api, judgment_id)
     assert done["status"] == "COMPLETED", done
     assert sum(1 for e in done["judgmentRatings"] if "failures" in e) == QUERIES
+    # the failures every worker met are counted as the unsplit job counts them
+    assert (done["metadata"]["successfulQueries"], done["metadata"]["failedQueries"]) == (
+        0, QUERIES)
+    assert done["metadata"]["lastFailureReason"] == "the model did not rate this document"
     logs = [w.log() for w in crew["workers"]]
     llm.latency = 0.5
     calls = llm.calls
     assert api.srw("POST", f"/judgments/{judgment_id}/_retry").status == 200
     again = finished(api, judgment_id)
     assert _all_rated(again), again
+    assert (again["metadata"]["successfulQueries"], again["metadata"]["failedQueries"]) == (
+        QUERIES, 0)
     assert llm.calls - calls == QUERIES
     assert again["metadata"]["usage"]["llmCalls"] == 2 * QUERIES
     new = [w.log()[len(old):] for w, old in zip(crew["workers"], logs, strict=True)]
