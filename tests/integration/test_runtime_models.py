@@ -213,8 +213,13 @@ def test_a_reasoning_model_works_with_its_options_and_fails_clearly_without(
     assert failed.status == 502 and failed.json["error"]["type"] == "llm_exception"
     assert UNSUPPORTED["temperature"] in failed.reason and mid in failed.reason
     done = judge(rt, setup, mid)
-    assert done["status"] == "ERROR"
+    # the provider refuses every call: every query fails with its message, kept for _retry
+    # once the model is fixed (docs/contract.md, "LLM judgments: failures")
+    assert done["status"] == "COMPLETED"
+    assert done["metadata"]["failedQueries"] == done["metadata"]["totalQueries"] > 0
     assert UNSUPPORTED["temperature"] in done["metadata"]["lastFailureReason"]
+    assert all(UNSUPPORTED["temperature"] in f["reason"]
+               for e in done["judgmentRatings"] for f in e["failures"])
     rt.srw("DELETE", f"/models/{mid}")
 
 

@@ -54,9 +54,11 @@ def generate(svc: Services, judgment_id: str, metadata: dict[str, Any],
         out["lastFailureReason"] = reason
     _budget_outcome(judge, out)
     crashed = sum(outcome.crashed for outcome in outcomes)
-    if crashed and not metadata.get("ignoreFailure"):
-        # Work outside the model's answers broke (a fault of the workbench, logged with its
-        # traceback): only then does the judgment end ERROR, with the plugin's message.
+    unusable = sum(outcome.unusable for outcome in outcomes)
+    if unusable or (crashed and not metadata.get("ignoreFailure")):
+        # Not the model's answers but the set-up (a model unknown, deleted or without its key:
+        # no query can succeed and a retry cannot help) or the workbench's own processing
+        # broke (logged with its traceback): the judgment ends ERROR, with the plugin's message.
         raise JobFailed(f"LLM judgment generation failed: {failed} of {len(entries)} queries "
                         "could not be processed", {"lastFailureReason": reason})
     log.info("judgment %s: %d queries, %d failed, %s", judgment_id, len(entries), failed,
@@ -116,6 +118,9 @@ def retry_failed(svc: Services, judgment_id: str, doc: dict[str, Any],
             owners.append(len(entries) - 1)
     judge.use_cache(targets)
     outcomes = split.rate(svc, judgment_id, judge, targets, control)
+    unusable = next((o.errors[-1] for o in outcomes if o.unusable and o.errors), None)
+    if unusable:  # the model cannot be called as set up: the judgment keeps what it had
+        raise JobFailed(f"Cannot retry: {unusable}")
     budget_reason = judge.budget.reason if judge.budget is not None else None
     for number, target, outcome in zip(owners, targets, outcomes, strict=True):
         entry = entries[number]

@@ -22,7 +22,8 @@ from workbench.jobs.control import JobControl
 from workbench.judges import ratings as parse
 from workbench.judgments.llm import chunking, cost, prompt
 from workbench.judgments.retrieval import Target, load, retrieve
-from workbench.llm.base import ChatModel, ChatRequest, FormatRefused, LLMError
+from workbench.llm.base import ChatModel, ChatRequest, FormatRefused, LLMError, ModelUnusable
+from workbench.llm.mlcommons import UnknownModel
 from workbench.llm.pricing import Pricing, pricing_of
 from workbench.llm.registry import resolve
 from workbench.llm.structured import Steps, answer_bound
@@ -59,6 +60,7 @@ class Outcome:
     chunks: int = 0
     failed_chunks: int = 0
     crashed: int = 0  # chunks that broke outside the model's answer (a fault, logged)
+    unusable: int = 0  # chunks whose model cannot be called as set up (unknown, no key...)
     unpaid: list[str] = field(default_factory=list)  # docIds left unrated by the budget
     reasons: dict[str, str] = field(default_factory=dict)  # docId -> why the model left it
 
@@ -115,6 +117,7 @@ class ChunkAnswer:
     usage: JobUsage
     refused: dict[str, str] = field(default_factory=dict)
     crashed: bool = False  # the work around the call broke, not the model
+    unusable: bool = False  # the model cannot be called as it is set up: no query can succeed
 
 
 def crash_answer(query: str, exc: Exception) -> ChunkAnswer:
@@ -309,6 +312,7 @@ class LlmRater:
             outcome.errors.append(answer.error)
             outcome.failed_chunks += 1
             outcome.crashed += answer.crashed
+            outcome.unusable += answer.unusable
             outcome.reasons.update(dict.fromkeys(doc_ids, answer.error))
         return {}
 
@@ -361,6 +365,8 @@ class LlmRater:
                     self._settle(held)  # a failed call reports (and is billed) nothing
                     error = str(exc)
                     usage.llm_calls += 1
+                    if isinstance(exc, (UnknownModel, ModelUnusable)):
+                        return ChunkAnswer({}, {}, error, usage, unusable=True)
                     if isinstance(exc, FormatRefused):
                         steps.refused(response_format)
                     else:

@@ -68,6 +68,7 @@ def rate(svc: Services, judgment_id: str, judge: LlmRater, targets: list[Target]
         outcome.failed_chunks = result["failedChunks"]
         outcome.unpaid = result["unpaid"]
         outcome.crashed = result.get("crashed", 0)  # absent from an older worker's units
+        outcome.unusable = result.get("unusable", 0)
         outcome.reasons = result.get("reasons") or {}  # absent from an older worker's units
         judge.usage.add(JobUsage(**result["usage"]))
     return outcomes
@@ -109,7 +110,7 @@ class LlmUnits:
         return {"ratings": outcome.ratings, "rationales": outcome.rationales,
                 "errors": outcome.errors, "chunks": len(chunks),
                 "failedChunks": outcome.failed_chunks, "unpaid": outcome.unpaid,
-                "crashed": outcome.crashed,
+                "crashed": outcome.crashed, "unusable": outcome.unusable,
                 "reasons": outcome.reasons,
                 "usage": {"input_tokens": usage.input_tokens,
                           "output_tokens": usage.output_tokens, "llm_calls": usage.llm_calls,
