@@ -433,6 +433,21 @@ def test_a_query_the_model_fails_on_is_kept_counted_and_retried(
         {"query": "red shoes", "ratings": [],
          "failures": [{"docId": d, "reason": reason} for d in sent]},
         {"query": "charging cable", "ratings": known["charging cable"]}]
+    if ignore:  # (once) an experiment on the list: its documents are unrated, with a warning
+        experiment = api.srw("PUT", "/experiments", {
+            "type": "POINTWISE_EVALUATION", "querySetId": two, "size": 3,
+            "searchConfigurationList": setup["configs"][:1], "judgmentList": [done["id"]]})
+        assert experiment.status == 200, experiment.data
+        experiment_id = experiment.json["experiment_id"]
+        assert finished(api, f"/experiments/{experiment_id}", 60)["status"] == "COMPLETED"
+        summary = api.srw("GET", f"/experiments/{experiment_id}/_summary").json
+        warning = next(w for w in summary["warnings"] if w["code"] == "judgment_failed_queries")
+        assert warning == {
+            "level": "warning", "code": "judgment_failed_queries", "judgmentId": done["id"],
+            "failedQueries": 1, "lastFailureReason": reason,
+            "message": f"judgment list [{done['name']}] failed on 1 of 2 queries (last reason: "
+                       f"{reason}); the documents it left unrated count as unrated until "
+                       "POST judgments/{id}/_retry rates them"}
 
     calls = llm.calls
     retry = api.srw("POST", f"/judgments/{done['id']}/_retry")
