@@ -121,7 +121,7 @@ def retry_judgment(entity_id: str) -> Response:
     ratings = doc.get("judgmentRatings") or []
     if not ratings:
         raise BadRequest("No judgment ratings found")
-    left_out = int((doc.get("metadata") or {}).get("totalQueries") or 0) > len(ratings)
+    left_out = summary.left_out(doc.get("metadata") or {}, ratings)
     if not any(entry.get("failures") for entry in ratings) and not left_out:
         # (a judgment made before failed queries were kept left them out: those are retried
         # whole, searched again: judgments/llm/generation.retry_failed)

@@ -5,6 +5,12 @@ from __future__ import annotations
 from typing import Any
 
 
+def left_out(metadata: dict[str, Any], entries: list[dict[str, Any]]) -> int:
+    """How many queries have no entry: a judgment made before failed queries were kept (the
+    3.6 policy) left them out of ``judgmentRatings``; ``_retry`` runs them again."""
+    return max(0, int(metadata.get("totalQueries") or 0) - len(entries))
+
+
 def recompute(metadata: dict[str, Any], entries: list[dict[str, Any]]) -> dict[str, Any]:
     """``totalQueries`` stays; a query is failed when its entry lists ``failures``, or when it
     has no entry at all (a judgment made before failed queries were kept, which left them
@@ -13,7 +19,7 @@ def recompute(metadata: dict[str, Any], entries: list[dict[str, Any]]) -> dict[s
     out = dict(metadata)
     total = int(out.get("totalQueries", len(entries)))
     failed = sum(1 for entry in entries if entry.get("failures"))
-    failed = min(total, failed + max(0, total - len(entries)))
+    failed = min(total, failed + left_out(out, entries))
     out.update(totalQueries=total, successfulQueries=total - failed, failedQueries=failed)
     reasons = [f["reason"] for entry in entries for f in entry.get("failures") or []
                if f.get("reason")]

@@ -79,8 +79,8 @@ def retry_failed(svc: Services, judgment_id: str, doc: dict[str, Any],
     config_ids = metadata.get("searchConfigurationList") or []
     if not config_ids:
         raise JobFailed("Cannot retry: the judgment's metadata names no searchConfigurationList")
-    configs = [load(svc, SEARCH_CONFIG_INDEX, c, "SearchConfiguration") for c in config_ids]
-    index = configs[0]["index"]
+    first = load(svc, SEARCH_CONFIG_INDEX, config_ids[0], "SearchConfiguration")
+    index = first["index"]
     entries = doc.get("judgmentRatings") or []
     wanted = sorted({f["docId"] for e in entries for f in e.get("failures") or []})
     sources = Repository(svc.client, index).mget_sources(wanted)
@@ -104,12 +104,13 @@ def retry_failed(svc: Services, judgment_id: str, doc: dict[str, Any],
         targets.append(Target(query_entry, contexts))
         owners.append(number)
     present = {e["query"] for e in entries}
-    absent = [e for e in in_set if e.key not in present]
-    if int(metadata.get("totalQueries", 0)) <= len(entries):
-        absent = []  # every query has its entry: none was left out
+    absent = ([e for e in in_set if e.key not in present]
+              if summary.left_out(metadata, entries) else [])
     if absent:
         log.info("judgment %s: %d queries left out by an earlier run are searched and rated "
                  "again", judgment_id, len(absent))
+        configs = [first, *(load(svc, SEARCH_CONFIG_INDEX, c, "SearchConfiguration")
+                            for c in config_ids[1:])]
         found = retrieve(svc, absent, configs, int(metadata.get("size", 10)),
                          lambda source: prompt.context_string(source, context_fields))
         for target in found:
