@@ -17,12 +17,21 @@
 # to the integ-test distribution, which lacks a module it extends (see without_rule_framework).
 # A test node on loopback only: the demo certificates and the default password are public.
 #
+# With OPENSEARCH_PLUGINS=vector it runs a third node with the k-NN and neural-search plugins
+# (org.opensearch.plugin:opensearch-knn and :neural-search, <version>.0, zip, from Maven Central),
+# whose mappings take knn_vector and sparse_vector fields: the tests of vector fields in LLM
+# prompts use it. Port 9270, $WORKBENCH_HOME/opensearch-vector, logs under opensearch-vector*.
+# Maven Central's k-NN zip has no native engines: index knn_vector fields with the lucene
+# engine, or store them unindexed ("index.knn" unset), as the tests do.
+#
 # Settings (environment):
 #   OPENSEARCH_SECURITY        empty (plain node) or "demo" (secured node)
+#   OPENSEARCH_PLUGINS         empty or "vector" (k-NN and neural-search; not with demo)
 #   OPENSEARCH_VERSION         version to run (plain: newest 3.x if a JDK >= 21 is under
-#                              /usr/lib/jvm, else newest 2.19.x; demo: 3.4.0)
-#   OPENSEARCH_PORT            HTTP port (plain 9200, demo 9250); transport uses it + 100
-#   OPENSEARCH_HEAP            JVM heap (plain 2g, demo 1g)
+#                              /usr/lib/jvm, else newest 2.19.x; demo: 3.4.0; vector: 3.6.0)
+#   OPENSEARCH_PORT            HTTP port (plain 9200, demo 9250, vector 9270); transport uses
+#                              it + 100
+#   OPENSEARCH_HEAP            JVM heap (plain 2g, demo and vector 1g)
 #   OPENSEARCH_ADMIN_PASSWORD  demo: the admin's password (default Wb-Loopback-9Node!), set
 #                              when the demo configuration is installed, at the first start (to
 #                              change it, delete $WORKBENCH_HOME/opensearch-secure); the installer
@@ -35,6 +44,12 @@
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 SECURITY="${OPENSEARCH_SECURITY:-}"
+PLUGINS="${OPENSEARCH_PLUGINS:-}"
+case "$PLUGINS" in
+  "") ;;
+  vector) [ -z "$SECURITY" ] || die "OPENSEARCH_PLUGINS=vector runs a plain node: unset OPENSEARCH_SECURITY" ;;
+  *) die "OPENSEARCH_PLUGINS must be empty or \"vector\", not \"$PLUGINS\"" ;;
+esac
 MAVEN_REPO_URL="${MAVEN_REPO_URL:-https://repo1.maven.org/maven2}"
 NODE_USER=wbsearch
 PID_PATTERN=org.opensearch.bootstrap.OpenSearch
@@ -47,6 +62,15 @@ case "$SECURITY" in
     URL="http://127.0.0.1:$PORT"
     CURL=(curl -fsS)
     DEFAULT_VERSION=""
+    if [ "$PLUGINS" = vector ]; then
+      PORT="${OPENSEARCH_PORT:-9270}"
+      HEAP="${OPENSEARCH_HEAP:-1g}"
+      NAME=opensearch-vector
+      URL="http://127.0.0.1:$PORT"
+      # The newest release whose k-NN and neural-search zips Maven Central holds when this
+      # was written (its metadata lists neither: they are fetched by exact version).
+      DEFAULT_VERSION=3.6.0
+    fi
     ;;
   demo)
     PORT="${OPENSEARCH_PORT:-9250}"
@@ -242,6 +266,23 @@ install_security() {
   fi
 }
 
+# install_vector_plugins DIST VERSION JDK: k-NN, then neural-search (which extends it), once.
+install_vector_plugins() {
+  local dist=$1 version=$2 jdk=$3 tmp plugin artifact
+  for plugin in opensearch-knn:opensearch-knn opensearch-neural-search:neural-search; do
+    artifact=${plugin#*:}
+    [ -d "$dist/plugins/${plugin%%:*}" ] && continue
+    tmp=$(mktemp -d)
+    mvn_copy "org.opensearch.plugin:$artifact:$version.0:zip" "$tmp" \
+      || { rm -rf "$tmp"; die "mvn could not resolve the $artifact plugin $version.0"; }
+    say "installing the $artifact plugin $version.0"
+    OPENSEARCH_JAVA_HOME="$jdk" "$dist/bin/opensearch-plugin" install --batch \
+      "file://$tmp/$artifact-$version.0.zip" >"$CONSOLE_LOG" 2>&1 \
+      || { rm -rf "$tmp"; failed "could not install the $artifact plugin"; }
+    rm -rf "$tmp"
+  done
+}
+
 # failed MESSAGE: stop with MESSAGE after showing the node's logs.
 failed() {
   show_log "$CONSOLE_LOG" "$NODE_LOG_DIR/$NAME.log"
@@ -275,6 +316,7 @@ start() {
       add_modules "$dist" "$version"
       install_security "$dist" "$version" "$jdk"
     fi
+    [ "$PLUGINS" != vector ] || install_vector_plugins "$dist" "$version" "$jdk"
     ensure_user
     mkdir -p "$OS_HOME/data" "$NODE_LOG_DIR"
     if [ "$(id -u)" = 0 ]; then

@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import socket
 import threading
+import urllib.error
+import urllib.parse
+import urllib.request
 from contextlib import suppress
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -277,3 +280,59 @@ class SilentEndpoint:
         for conn in self._conns:
             with suppress(OSError):
                 conn.close()
+
+
+class RecordingForwarder:
+    """An HTTP endpoint in front of a real server (``target``, a base URL): every request is
+    recorded, then sent on unchanged and answered with the server's status and body. A test
+    sees exactly what the workbench sent (the prompts a model server received) while the
+    answers stay the real server's."""
+
+    def __init__(self, target: str) -> None:
+        self.target = target.rstrip("/")
+        self.requests: list[Recorded] = []
+        self._server: ThreadingHTTPServer | None = None
+
+    def start(self) -> str:
+        """Start listening on a free loopback port; the base URL standing for ``target``."""
+        forwarder = self
+        target = urllib.parse.urlsplit(self.target)
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def _handle(self) -> None:
+                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                forwarder.requests.append(
+                    Recorded(self.command, self.path, list(self.headers.items()), body))
+                headers = {k: v for k, v in self.headers.items()
+                           if k.lower() not in ("host", "content-length", "connection")}
+                request = urllib.request.Request(
+                    f"{target.scheme}://{target.netloc}{self.path}", data=body or None,
+                    headers=headers, method=self.command)
+                try:
+                    with urllib.request.urlopen(request, timeout=300) as reply:
+                        status, answer = reply.status, reply.read()
+                        kind = reply.headers.get("Content-Type", "application/json")
+                except urllib.error.HTTPError as error:
+                    status, answer = error.code, error.read()
+                    kind = error.headers.get("Content-Type", "application/json")
+                self.send_response(status)
+                self.send_header("Content-Type", kind)
+                self.send_header("Content-Length", str(len(answer)))
+                self.end_headers()
+                self.wfile.write(answer)
+
+            do_GET = do_POST = _handle
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+        return f"http://127.0.0.1:{self._server.server_port}{target.path}"
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()

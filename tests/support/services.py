@@ -30,10 +30,12 @@ def docker_available() -> bool:
     return False
 
 
-def _script(name: str) -> str:
-    """Run ``scripts/<name> start`` and return the URL it prints on its last line."""
+def _script(name: str, **env: str) -> str:
+    """Run ``scripts/<name> start`` (with ``env`` added to the environment) and return the URL
+    it prints on its last line."""
     result = subprocess.run(
-        [str(REPO / "scripts" / name), "start"], capture_output=True, text=True, timeout=900
+        [str(REPO / "scripts" / name), "start"], capture_output=True, text=True, timeout=900,
+        env={**os.environ, **env} if env else None,
     )
     if result.returncode != 0:
         raise RuntimeError(f"scripts/{name} start failed:\n{result.stderr[-4000:]}")
@@ -57,6 +59,17 @@ def opensearch_url() -> str:
         container = OpenSearchContainer(OPENSEARCH_IMAGE, security_enabled=False)
         return f"http://{_started(container, 9200)}"
     return _script("opensearch.sh")
+
+
+def vector_opensearch_url() -> str:
+    """An OpenSearch node with the k-NN and neural-search plugins (knn_vector and sparse_vector
+    mappings): ``OPENSEARCH_VECTOR_URL`` when set, else ``OPENSEARCH_PLUGINS=vector
+    scripts/opensearch.sh start`` (port 9270), its port, version and heap its own."""
+    if os.environ.get("OPENSEARCH_VECTOR_URL"):
+        return os.environ["OPENSEARCH_VECTOR_URL"].rstrip("/")
+    own = {name: "" for name in ("OPENSEARCH_PORT", "OPENSEARCH_VERSION", "OPENSEARCH_HEAP",
+                                 "OPENSEARCH_SECURITY")}
+    return _script("opensearch.sh", OPENSEARCH_PLUGINS="vector", **own)
 
 
 def redis_url() -> str:
