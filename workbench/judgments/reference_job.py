@@ -16,6 +16,7 @@ from workbench.querysets.entries import QueryEntry, read_entries
 from workbench.schemas.javafmt import double_to_string
 from workbench.services import Services
 from workbench.store.indices import QUERY_SET_INDEX, SEARCH_CONFIG_INDEX
+from workbench.store.vector_fields import vector_fields, without_fields
 
 KIND = "reference_judgment"
 #: queries per unit of a split job
@@ -24,10 +25,12 @@ UNIT_QUERIES = 10
 QUERY_SECONDS = 0.01
 
 
-def shown_fields(source: dict[str, Any], fields: list[str]) -> str:
-    """The context fields of a document (all fields when none are named), as JSON kept in the
-    fields' order: what the judge is shown."""
-    chosen = {f: source[f] for f in fields if f in source} if fields else dict(source)
+def shown_fields(source: dict[str, Any], fields: list[str],
+                 vectors: frozenset[str] = frozenset()) -> str:
+    """The context fields of a document (when none are named, all but its ``vectors`` fields,
+    as an LLM prompt shows it), as JSON kept in the fields' order: what the judge is shown."""
+    chosen = ({f: source[f] for f in fields if f in source} if fields
+              else without_fields(source, vectors))
     return json.dumps(chosen, ensure_ascii=False, default=str)
 
 
@@ -65,8 +68,9 @@ def generate(svc: Services, metadata: dict[str, Any], judgment_id: str,
                for c in metadata["searchConfigurationList"]]
     fields = list(metadata.get("contextFields") or [])
     entries = read_entries(query_set)
+    vectors = frozenset() if fields else vector_fields(svc.client, [c["index"] for c in configs])
     targets = retrieve(svc, entries, configs, int(metadata.get("size", 10)),
-                       lambda source: shown_fields(source, fields))
+                       lambda source: shown_fields(source, fields, vectors))
     judge = _judge(svc, metadata)  # an unknown judge or option fails here, before any unit
     if fanout.worth_splitting(svc, len(targets), len(targets) * QUERY_SECONDS):
         groups = [targets[n:n + UNIT_QUERIES] for n in range(0, len(targets), UNIT_QUERIES)]

@@ -2,8 +2,9 @@
 cache").
 
 A rating is keyed by everything that shapes the LLM's answer: the query (with its custom
-fields), the document, the context fields, the model, and the prompt template with the rating
-type. Later jobs read it instead of paying for the same call twice.
+fields), the document, the context fields (or the vector fields left out of it), the model, and
+the prompt template with the rating type. Later jobs read it instead of paying for the same call
+twice.
 """
 
 from __future__ import annotations
@@ -33,11 +34,17 @@ class CacheKey:
     context_fields: tuple[str, ...]
     model_id: str
     prompt: str
+    #: vector fields left out of the document (store/vector_fields.py); part of the key only
+    #: when there are some, so the keys of every other rating are those written before
+    left_out: tuple[str, ...] = ()
 
     @property
     def doc_id(self) -> str:
-        raw = json.dumps([self.query, self.document, sorted(self.context_fields),
-                          self.model_id, self.prompt], ensure_ascii=False)
+        parts: list[Any] = [self.query, self.document, sorted(self.context_fields),
+                            self.model_id, self.prompt]
+        if self.left_out:
+            parts.append(sorted(self.left_out))
+        raw = json.dumps(parts, ensure_ascii=False)
         return hashlib.sha256(raw.encode()).hexdigest()
 
 

@@ -11,7 +11,7 @@ from typing import Any
 from workbench.jobs.base import JobFailed
 from workbench.jobs.control import JobControl
 from workbench.judgments import summary
-from workbench.judgments.llm import prompt, split
+from workbench.judgments.llm import split
 from workbench.judgments.llm.job import (
     JobUsage,
     LlmRater,
@@ -91,28 +91,29 @@ def retry_failed(svc: Services, judgment_id: str, doc: dict[str, Any],
     query_set = Repository(svc.client, QUERY_SET_INDEX).get_source(metadata.get("querySetId", ""))
     in_set = read_entries(query_set) if query_set is not None else []
     by_key = {e.key: e for e in in_set}
+    present = {e["query"] for e in entries}
+    absent = ([e for e in in_set if e.key not in present]
+              if summary.left_out(metadata, entries) else [])
+    configs = [first]
+    if absent:  # searched again with every configuration
+        configs += [load(svc, SEARCH_CONFIG_INDEX, c, "SearchConfiguration")
+                    for c in config_ids[1:]]
     judge = LlmRater(svc, metadata, index, control)
+    judge.find_vectors(c["index"] for c in configs)
     targets, owners = [], []
-    context_fields = judge.context_fields
     for number, entry in enumerate(entries):
         failures = [f["docId"] for f in entry.get("failures") or []]
         if not failures:
             continue
         query_entry = by_key.get(entry["query"]) or read_entries(
             {"querySetQueries": [{"queryText": entry["query"]}]})[0]
-        contexts = [(d, prompt.context_string(sources[d], context_fields)) for d in failures]
+        contexts = [(d, judge.describe(sources[d])) for d in failures]
         targets.append(Target(query_entry, contexts))
         owners.append(number)
-    present = {e["query"] for e in entries}
-    absent = ([e for e in in_set if e.key not in present]
-              if summary.left_out(metadata, entries) else [])
     if absent:
         log.info("judgment %s: %d queries left out by an earlier run are searched and rated "
                  "again", judgment_id, len(absent))
-        configs = [first, *(load(svc, SEARCH_CONFIG_INDEX, c, "SearchConfiguration")
-                            for c in config_ids[1:])]
-        found = retrieve(svc, absent, configs, int(metadata.get("size", 10)),
-                         lambda source: prompt.context_string(source, context_fields))
+        found = retrieve(svc, absent, configs, int(metadata.get("size", 10)), judge.describe)
         for target in found:
             entries.append({"query": target.entry.key, "ratings": []})
             targets.append(target)

@@ -32,6 +32,7 @@ from workbench.services import Services
 from workbench.store.identity import carry
 from workbench.store.indices import JUDGMENT_INDEX, QUERY_SET_INDEX, SEARCH_CONFIG_INDEX
 from workbench.store.judgment_cache import CacheKey, JudgmentCache, prompt_code
+from workbench.store.vector_fields import vector_fields
 
 log = logging.getLogger(__name__)
 
@@ -180,6 +181,9 @@ class LlmRater:
         self.template = metadata.get("promptTemplate") or prompt.DEFAULT_TEMPLATE
         self.token_limit = int(metadata.get("tokenLimit") or 4000)
         self.context_fields = list(metadata.get("contextFields") or [])
+        #: vector fields left out of every document when no context fields are named
+        #: (``find_vectors`` sets them once per run)
+        self.vectors: frozenset[str] = frozenset()
         self.model_id = str(metadata["modelId"])
         self.model: ChatModel = resolve(self.model_id, svc.config, svc.models)
         self.cache = JudgmentCache(svc.client)
@@ -200,9 +204,18 @@ class LlmRater:
     def cancelled(self) -> bool:
         return self.control is not None and self.control.cancelled()
 
+    def find_vectors(self, indices: Iterable[str]) -> None:
+        """Read which fields of ``indices`` are vectors, when the prompt is to leave them out."""
+        if not self.context_fields:
+            self.vectors = vector_fields(self.svc.client, indices)
+
+    def describe(self, source: dict[str, Any]) -> str:
+        """A document as the prompt shows it (``prompt.context_string``)."""
+        return prompt.context_string(source, self.context_fields, self.vectors)
+
     def key(self, entry: QueryEntry, doc_id: str) -> CacheKey:
         return CacheKey(entry.key, f"{self.index}::{doc_id}", tuple(self.context_fields),
-                        self.model_id, self.prompt)
+                        self.model_id, self.prompt, tuple(sorted(self.vectors)))
 
     def use_cache(self, targets: Iterable[Target]) -> None:
         """Fill ``known`` from the cache for every hit not already known."""
@@ -473,11 +486,11 @@ def prepare(svc: Services, metadata: dict[str, Any], control: JobControl | None 
                for c in metadata["searchConfigurationList"]]
     entries = read_entries(query_set)
     judge = LlmRater(svc, metadata, configs[0]["index"], control)
+    judge.find_vectors(c["index"] for c in configs)
     if control is not None:
         control.start(len(entries), "searching")
         control.check()
-    targets = retrieve(svc, entries, configs, int(metadata.get("size", 10)),
-                       lambda source: prompt.context_string(source, judge.context_fields))
+    targets = retrieve(svc, entries, configs, int(metadata.get("size", 10)), judge.describe)
     for reused in _existing_ratings(svc, list(metadata.get("existingJudgments") or [])):
         for target in targets:
             for doc_id, rating in (reused.get(target.entry.key) or {}).items():

@@ -15,6 +15,7 @@ from typing import Any
 
 from workbench.judges.ratings import RATING_TYPES, RELEVANT_IRRELEVANT, SCORE0_1
 from workbench.schemas.javafmt import double_to_string, java_string
+from workbench.store.vector_fields import without_fields
 
 __all__ = ["RATING_TYPES", "RELEVANT_IRRELEVANT", "SCORE0_1"]  # and the prompt builders below
 DEFAULT_TEMPLATE = "SearchText: {{searchText}}; Hits: {{hits}}"
@@ -147,15 +148,19 @@ def json_value(value: Any) -> str:
     return json_string(str(value))
 
 
-def context_string(source: Mapping[str, Any] | None, context_fields: Sequence[str]) -> str:
-    """A hit's context (docs/algorithms.md, "Prompt"): the listed top-level fields that exist, else
-    all of it.
+def context_string(source: Mapping[str, Any] | None, context_fields: Sequence[str],
+                   vectors: frozenset[str] = frozenset()) -> str:
+    """A hit's context (docs/algorithms.md, "Prompt"): the listed top-level fields that exist
+    (vectors too, when listed), else all of it but the ``vectors`` fields at any depth
+    (``store/vector_fields.py``).
 
     Fields come out in ``context_fields`` order (the plugin uses hash order).
     """
     source = source or {}
     if context_fields:
         source = {f: source[f] for f in context_fields if f in source}
+    else:
+        source = without_fields(source, vectors)
     return json_value(source)
 
 

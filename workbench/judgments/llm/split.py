@@ -46,7 +46,8 @@ def rate(svc: Services, judgment_id: str, judge: LlmRater, targets: list[Target]
                  "customFields": targets[n].entry.custom_fields,
                  "hits": [[d, shown] for d, shown in targets[n].hits
                           if d not in targets[n].known]} for n in asked]
-    head: dict[str, Any] = {"metadata": without_progress(judge.metadata), "index": judge.index}
+    head: dict[str, Any] = {"metadata": without_progress(judge.metadata), "index": judge.index,
+                            "vectors": sorted(judge.vectors)}
     if judge.budget is not None:  # one budget for every process of this run (a run again too)
         digest = hashlib.sha256(json.dumps(payloads, sort_keys=True).encode()).hexdigest()
         key = budget_key(judgment_id, digest[:20])
@@ -86,6 +87,7 @@ class LlmUnits:
 
     def __init__(self, svc: Services, judgment_id: str, head: dict[str, Any]) -> None:
         self.judge = LlmRater(svc, head["metadata"], head["index"])
+        self.judge.vectors = frozenset(head.get("vectors") or ())  # for the cache keys
         if head.get("budgetKey"):
             self.judge.budget = shared_budget(svc, self.judge, head["budgetKey"])
         self.threads = svc.config.llm_concurrency
