@@ -100,6 +100,22 @@ def test_a_named_search_pipeline_need_not_exist_yet(api: Api, products: str,
         direct.transport.perform_request("DELETE", f"/_search/pipeline/{pipeline}")
 
 
+def test_an_alias_or_a_pattern_is_a_target_index(api: Api, products: str,
+                                                direct: OpenSearch) -> None:
+    """The workbench's extension (docs/differences.md): the plugin takes concrete names only
+    since its #360; an alias or a pattern that resolves to indices is stored as given and
+    searched as the cluster resolves it."""
+    direct.indices.put_alias(index=products, name=f"{products}-alias")
+    for name in (f"{products}-alias", f"{products[:-3]}*"):
+        reply = create(api, products, index=name)
+        assert reply.status == 200, reply.data
+        config = direct.get(index=INDEX, id=reply.json["search_configuration_id"])["_source"]
+        assert config["index"] == name
+        search = render(config, "red", size=10)
+        hits = direct.search(index=search.index, body=search.body)["hits"]["hits"]
+        assert sorted(h["_id"] for h in hits) == ["p0", "p2"]
+
+
 @pytest.mark.parametrize("fields, reason", [
     ({"name": None}, "Invalid name: Text cannot be null"),
     ({"name": "x" * 51}, "Invalid name: Text exceeds maximum length of 50 characters"),
@@ -109,8 +125,10 @@ def test_a_named_search_pipeline_need_not_exist_yet(api: Api, products: str,
      "Invalid description: Text exceeds maximum length of 250 characters"),
     ({"index": None}, "index is required"),
     ({"index": 12}, "Field 'index' must be a string"),
+    # plugin #360's message, also for a pattern that matches no index
     ({"index": "no-such-index-anywhere"},
      "Index [no-such-index-anywhere] does not exist in the cluster"),
+    ({"index": "no-such-index-*"}, "Index [no-such-index-*] does not exist in the cluster"),
     ({"query": None}, "query is required"),
     ({"query": {"query": {"match_all": {}}}},
      "query must be a string holding the search body as JSON"),

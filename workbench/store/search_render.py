@@ -6,12 +6,14 @@
 
 from __future__ import annotations
 
+import functools
 import json
 from dataclasses import dataclass
 from typing import Any
 
 import pystache
 from opensearchpy import OpenSearch, RequestError
+from pystache.parser import parse as pystache_parse
 
 from workbench.errors import BadRequest
 from workbench.schemas import request_json
@@ -46,8 +48,17 @@ def uses_mustache(query: str) -> bool:
 MAX_TAG_CHARS = 256
 
 
+#: the plugin's refusal of a partial (``{{>name}}``), which OpenSearch's Mustache engine does
+#: not load (plugin pull request #342)
+PARTIALS_REFUSED = "Partial templates are not supported"
+#: the names the query text is bound to: ``query_string`` in the plugin's newest code and
+#: documentation, ``queryText`` in its first Mustache code (plugin #342)
+QUERY_TEXT_NAMES = ("queryText", "query_string")
+
+
 def mustache_error(query: str) -> str | None:
-    """Why the query's Mustache tags cannot be rendered safely, or None (a linear scan)."""
+    """Why the query's Mustache tags cannot be rendered safely, or None (a linear scan, then a
+    parse for partials, in every section and after any change of delimiters)."""
     position = 0
     while (start := query.find("{{", position)) != -1:
         end = query.find("}}", start + 2)
@@ -55,18 +66,40 @@ def mustache_error(query: str) -> str | None:
             return (f"query has a Mustache tag at character {start} that is not closed by "
                     f"}}}} within {MAX_TAG_CHARS} characters")
         position = end + 2
+    if _has_partial(query):
+        return f"query uses a Mustache partial: {PARTIALS_REFUSED}"
     return None
 
 
+@functools.lru_cache(maxsize=256)
+def _has_partial(query: str) -> bool:
+    # pystache has no public walk of its parse tree: its node classes are read by name.
+    def walk(nodes: Any) -> bool:
+        for node in getattr(nodes, "_parse_tree", ()):
+            kind = type(node).__name__
+            if kind == "_PartialNode":
+                return True
+            if kind == "_SectionNode" and walk(node.parsed):
+                return True
+            if kind == "_InvertedNode" and walk(node.parsed_section):
+                return True
+        return False
+
+    try:
+        return walk(pystache_parse(query))
+    except Exception:  # noqa: BLE001 - what cannot be parsed has no partial to load
+        return False
+
+
 def substitute(query: str, query_text: str, custom_fields: dict[str, str] | None = None) -> str:
-    """Fill the placeholders: Mustache (parameters JSON-escaped) when the query has ``{{``,
-    otherwise plain replacement of ``%SearchText%`` / ``%queryText%`` (not escaped, as the plugin
-    does; query-set texts cannot hold quotes or backslashes)."""
+    """Fill the placeholders: Mustache (parameters JSON-escaped, a missing one empty) when the
+    query has ``{{``, otherwise plain replacement of ``%SearchText%`` / ``%queryText%`` (not
+    escaped, as the plugin does; query-set texts cannot hold quotes or backslashes)."""
     if uses_mustache(query):
         error = mustache_error(query)
         if error:
             raise BadRequest(error)
-        params = {**(custom_fields or {}), "queryText": query_text}
+        params = {**(custom_fields or {}), **dict.fromkeys(QUERY_TEXT_NAMES, query_text)}
         return str(_renderer.render(query, params))
     for placeholder in PLACEHOLDERS:
         query = query.replace(placeholder, query_text)
