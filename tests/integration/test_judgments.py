@@ -347,14 +347,88 @@ def test_pbm_matches_an_independent_em(api: Api, worker: Worker, ubi_data: None)
     ({"clickModel": "coec", "maxRank": 20, "endDate": "2025-02-30"},
      "Invalid end date format: failed to parse date field [2025-02-30] with format "
      "[yyyy-MM-dd]"),
+    # plugin #558: one message for an index the body names, whether missing or not UBI events
     ({"clickModel": "coec", "maxRank": 20, "ubiEventsIndex": "no-such-events"},
-     "UBI events index [no-such-events] does not exist"),
+     "The UBI events index [no-such-events] set by the 'ubiEventsIndex' parameter does not "
+     "exist or is missing required UBI event fields (query_id, action_name, "
+     "event_attributes.object.object_id). Ingest UBI events data into it, or set the "
+     "'ubiEventsIndex' parameter to an existing UBI events index."),
     ({"clickModel": "coec", "maxRank": 20, "ubiEventsIndex": "ubi_queries"},
-     "UBI events index [ubi_queries] lacks the required UBI fields "
-     "[action_name, event_attributes.object.object_id]"),
+     "The UBI events index [ubi_queries] set by the 'ubiEventsIndex' parameter does not "
+     "exist or is missing required UBI event fields (query_id, action_name, "
+     "event_attributes.object.object_id). Ingest UBI events data into it, or set the "
+     "'ubiEventsIndex' parameter to an existing UBI events index."),
+    ({"clickModel": "coec", "maxRank": 20, "ubiEventsIndex": "nothing-matches-*"},
+     "The UBI events index [nothing-matches-*] set by the 'ubiEventsIndex' parameter does not "
+     "exist or is missing required UBI event fields (query_id, action_name, "
+     "event_attributes.object.object_id). Ingest UBI events data into it, or set the "
+     "'ubiEventsIndex' parameter to an existing UBI events index."),
 ])
 def test_ubi_bad_input(api: Api, ubi_data: None, body: dict[str, Any], reason: str) -> None:
     api.srw("PUT", "/judgments", {"name": "u", "type": "UBI_JUDGMENT", **body}).error(400, reason)
+
+
+NOT_GIVEN = (
+    "No 'ubiEventsIndex' parameter was provided and the default UBI events index [ubi_events] "
+    "does not exist or is missing required UBI event fields (query_id, action_name, "
+    "event_attributes.object.object_id). Ingest UBI events data into [ubi_events], or set the "
+    "'ubiEventsIndex' parameter to an existing UBI events index.")
+
+
+def test_a_cluster_without_ubi_events_is_refused_before_anything_is_written(
+        vector_stack: dict[str, Any]) -> None:
+    """Plugin #558, on a cluster with no ``ubi_events``: absent, null or blank is "not given";
+    naming the default is "given"; no judgment document is created."""
+    api, client = vector_stack["api"], vector_stack["client"]
+    name = f"no-ubi-{uuid.uuid4().hex[:6]}"
+    base = {"name": name, "type": "UBI_JUDGMENT", "clickModel": "coec", "maxRank": 20}
+    for extra in ({}, {"ubiEventsIndex": None}, {"ubiEventsIndex": ""},
+                  {"ubiEventsIndex": "   "}):
+        api.srw("PUT", "/judgments", {**base, **extra}).error(400, NOT_GIVEN)
+    api.srw("PUT", "/judgments", {**base, "ubiEventsIndex": "ubi_events"}).error(
+        400, "The UBI events index [ubi_events] set by the 'ubiEventsIndex' parameter does not "
+             "exist or is missing required UBI event fields (query_id, action_name, "
+             "event_attributes.object.object_id). Ingest UBI events data into it, or set the "
+             "'ubiEventsIndex' parameter to an existing UBI events index.")
+    client.indices.refresh(index="search-relevance-judgment")
+    found = client.count(index="search-relevance-judgment",
+                         body={"query": {"term": {"name": name}}})
+    assert found["count"] == 0
+
+
+def test_an_events_index_may_be_an_alias_or_a_pattern(api: Api, worker: Worker,
+                                                      direct: OpenSearch) -> None:
+    """The workbench's extension (the plugin takes concrete names only): an alias or pattern
+    that resolves to UBI events indices is read like the index itself."""
+    index = f"test-events-{uuid.uuid4().hex[:6]}"
+    direct.indices.create(index=index, body={"mappings": {"properties": {
+        "query_id": {"type": "keyword"}, "action_name": {"type": "keyword"},
+        "user_query": {"type": "keyword"}, "timestamp": {"type": "date"},
+        "event_attributes": {"properties": {
+            "object": {"properties": {"object_id": {"type": "keyword"}}},
+            "position": {"properties": {"ordinal": {"type": "integer"}}}}}}}})
+    events = []
+    for n, (action, doc, rank) in enumerate([("impression", "d1", 1), ("click", "d1", 1),
+                                             ("impression", "d2", 2)]):
+        events += [{"index": {"_index": index, "_id": str(n)}},
+                   {"query_id": "q1", "action_name": action, "user_query": "red shoes",
+                    "timestamp": "2026-11-01T00:00:00Z",
+                    "event_attributes": {"object": {"object_id": doc},
+                                         "position": {"ordinal": rank}}}]
+    direct.bulk(body=events, refresh=True)
+    direct.indices.put_alias(index=index, name=f"{index}-alias")
+    try:
+        runs = {}
+        for name in (f"{index}-alias", f"{index[:-2]}*"):
+            done = wait_done(api, create(api, {"type": "UBI_JUDGMENT", "clickModel": "coec",
+                                               "maxRank": 20, "ubiEventsIndex": name}))
+            assert done["status"] == "COMPLETED", done["metadata"]
+            assert done["metadata"]["ubiEventsIndex"] == name
+            runs[name] = done["judgmentRatings"]
+        first, second = runs.values()
+        assert first == second and first
+    finally:
+        direct.indices.delete(index=index)
 
 
 def test_empty_dates_from_dashboards_mean_no_window(api: Api, worker: Worker,

@@ -577,7 +577,7 @@ def test_keys_never_leave_the_workbench(api: Api, worker: Worker, server: Server
     ({"searchConfigurationList": ["nope"]}, 400, "SearchConfiguration [nope] does not exist"),
     ({"searchConfigurationList": [""]}, 400, "SearchConfiguration ID cannot be null or empty"),
     ({"size": 0}, 400, "size must be a positive integer, got: 0"),
-    ({"existingJudgments": ["no-such-judgment"]}, 404,
+    ({"existingJudgments": ["no-such-judgment"]}, 400,  # plugin #528: 400, not 404
      "Existing judgment [no-such-judgment] does not exist"),
 ])
 def test_llm_bad_input(api: Api, setup: dict[str, Any], fields: dict[str, Any], status: int,
@@ -585,32 +585,83 @@ def test_llm_bad_input(api: Api, setup: dict[str, Any], fields: dict[str, Any], 
     api.srw("PUT", "/judgments", body(setup, **fields)).error(status, reason)
 
 
-def test_existing_judgment_must_match_type_index_and_rating_type(
-    api: Api, worker: Worker, setup: dict[str, Any], direct: OpenSearch
-) -> None:
+def stored_judgment(direct: OpenSearch, judgment_type: str, metadata: dict[str, Any]) -> str:
+    """A COMPLETED judgment written straight to the index, as another version left it."""
+    judgment_id = str(uuid.uuid4())
+    direct.index(index="search-relevance-judgment", id=judgment_id, refresh=True, body={
+        "id": judgment_id, "timestamp": "2026-11-26T00:00:00.000Z", "name": "stored",
+        "status": "COMPLETED", "type": judgment_type, "metadata": metadata,
+        "judgmentRatings": [{"query": "red shoes", "ratings": [{"docId": "p1", "rating": "1.0"}]}]})
+    return judgment_id
+
+
+def test_which_existing_judgments_may_be_reused(api: Api, worker: Worker,
+                                                setup: dict[str, Any],
+                                                direct: OpenSearch) -> None:
+    """The plugin's rules and exact 400s for ``existingJudgments`` (its pull request #528),
+    checked in its order: the judgment exists, records its configurations, rates on a known
+    scale and the same one, and its configurations resolve to indices that include all of the
+    request's. The workbench adds a refusal of its own reference judgments."""
+    titles, descriptions = setup["configs"]
+    index = setup["index"]
+
+    def refused(existing: str, message: str, **fields: Any) -> None:
+        api.srw("PUT", "/judgments", body(setup, existingJudgments=[existing], **fields)).error(
+            400, message)
+
     imported = api.srw("PUT", "/judgments", {"name": "imp", "type": "IMPORT_JUDGMENT",
                                              "judgmentRatings": []}).json["judgment_id"]
-    api.srw("PUT", "/judgments", body(setup, existingJudgments=[imported])).error(
-        400, f"Existing judgment [{imported}] is of type IMPORT_JUDGMENT and cannot be reused; "
-             "only LLM_JUDGMENT judgments can")
-    other = f"{setup['index']}-other"
+    refused(imported, f"Existing judgment [{imported}] does not record its target index (no "
+                      "search configurations) and cannot be reused")
+    stars = stored_judgment(direct, "LLM_JUDGMENT", {"searchConfigurationList": [titles],
+                                                     "llmJudgmentRatingType": "STARS"})
+    refused(stars, f"Existing judgment [{stars}] records an unrecognized rating type [STARS] "
+                   "and cannot be reused")
+    binary = stored_judgment(direct, "LLM_JUDGMENT", {
+        "searchConfigurationList": [titles], "llmJudgmentRatingType": "RELEVANT_IRRELEVANT"})
+    refused(binary, f"Existing judgment [{binary}] uses rating type RELEVANT_IRRELEVANT and "
+                    "cannot be reused in a SCORE0_1 judgment; the rating scales are not "
+                    "comparable")
+    # no rating type recorded: the plugin's default, SCORE0_1
+    untyped = stored_judgment(direct, "LLM_JUDGMENT", {"searchConfigurationList": [titles]})
+    refused(untyped, f"Existing judgment [{untyped}] uses rating type SCORE0_1 and cannot be "
+                     "reused in a RELEVANT_IRRELEVANT judgment; the rating scales are not "
+                     "comparable", llmJudgmentRatingType="RELEVANT_IRRELEVANT")
+    gone = stored_judgment(direct, "LLM_JUDGMENT", {"searchConfigurationList": ["gone-config"]})
+    refused(gone, "Search configuration [gone-config] could not be resolved to a target index")
+    reference = stored_judgment(direct, "REFERENCE_JUDGMENT", {
+        "searchConfigurationList": [titles], "judge": "token_overlap"})
+    refused(reference, f"Existing judgment [{reference}] is of type REFERENCE_JUDGMENT and "
+                       "cannot be reused; only LLM_JUDGMENT judgments can")
+
+    other = f"{index}-other"
     direct.indices.create(index=other)
     try:
-        config = api.srw("PUT", "/search_configurations", {
+        elsewhere = api.srw("PUT", "/search_configurations", {
             "name": "other", "index": other,
             "query": '{"query":{"match":{"title":"%SearchText%"}}}'}).json[
             "search_configuration_id"]
-        elsewhere = run(api, body(setup, searchConfigurationList=[config]))
-        api.srw("PUT", "/judgments", body(setup, existingJudgments=[elsewhere["id"]])).error(
-            400, f"Existing judgment [{elsewhere['id']}] was generated for a different target "
-                 f"index and cannot be reused. Requested index(es): [{setup['index']}], existing "
-                 f"judgment index(es): [{other}]")
+        narrow = stored_judgment(direct, "LLM_JUDGMENT", {"searchConfigurationList": [titles]})
+        wide = stored_judgment(direct, "LLM_JUDGMENT", {
+            "searchConfigurationList": [titles, elsewhere]})
+        # a superset of the request's indices may be reused ...
+        accepted = api.srw("PUT", "/judgments", body(
+            setup, searchConfigurationList=[titles, descriptions], existingJudgments=[wide]))
+        assert accepted.status == 200, accepted.data
+        done = finished(api, f"/judgments/{accepted.json['judgment_id']}", 120)
+        assert done["status"] == "COMPLETED" and done["metadata"]["usage"]["reusedRatings"] == 1
+        # ... a subset may not, nor another index
+        refused(narrow, f"Existing judgment [{narrow}] was generated for a different target "
+                        f"index and cannot be reused. Requested index(es): [{index}, {other}], "
+                        f"existing judgment index(es): [{index}]",
+                searchConfigurationList=[titles, elsewhere])
+        only_other = stored_judgment(direct, "LLM_JUDGMENT", {
+            "searchConfigurationList": [elsewhere]})
+        refused(only_other, f"Existing judgment [{only_other}] was generated for a different "
+                            f"target index and cannot be reused. Requested index(es): [{index}],"
+                            f" existing judgment index(es): [{other}]")
     finally:
         direct.indices.delete(index=other)
-    binary = run(api, body(setup, llmJudgmentRatingType="RELEVANT_IRRELEVANT"))
-    api.srw("PUT", "/judgments", body(setup, existingJudgments=[binary["id"]])).error(
-        400, f"Existing judgment [{binary['id']}] was generated with rating type "
-             "RELEVANT_IRRELEVANT and cannot be reused for a SCORE0_1 judgment")
 
 
 def test_retry_refusals(api: Api, worker: Worker, setup: dict[str, Any], llm: LLMServer,

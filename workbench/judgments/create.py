@@ -14,7 +14,7 @@ from typing import Any
 
 from opensearchpy import OpenSearch
 
-from workbench.errors import BadRequest, NotFound
+from workbench.errors import BadRequest
 from workbench.judges import llm as llm_judge
 from workbench.judges import registry
 from workbench.judges.base import Judge, OptionError, Setup
@@ -32,6 +32,7 @@ from workbench.schemas.judgment_fields import (
     UBI,
     JudgmentRules,
 )
+from workbench.schemas.judgment_sources import DEFAULT_UBI_EVENTS_INDEX
 from workbench.store import ubi_events
 from workbench.store.indices import JUDGMENT_INDEX, QUERY_SET_INDEX, SEARCH_CONFIG_INDEX
 from workbench.store.repository import Repository, new_id, now_iso
@@ -80,12 +81,12 @@ def judgment_rules(client: OpenSearch, price_of: PriceOf = _no_prices) -> Judgme
 
 def _llm_metadata(client: OpenSearch, fields: dict[str, Any],
                   rules: JudgmentRules) -> dict[str, Any]:
-    config_ids = fields["searchConfigurationList"]
-    indices = sorted({source["index"] for source in
-                      (rules.entity(SEARCH_CONFIGURATION, c) for c in config_ids) if source})
     existing = fields["existingJudgments"]
-    for judgment_id in existing:
-        _check_reusable(client, judgment_id, indices, fields["llmJudgmentRatingType"])
+    if existing:
+        indices = _target_indices(fields["searchConfigurationList"],
+                                  lambda c: rules.entity(SEARCH_CONFIGURATION, c))
+        for judgment_id in existing:
+            _check_reusable(client, judgment_id, indices, fields["llmJudgmentRatingType"])
     metadata: dict[str, Any] = {
         key: fields[key] for key in ("modelId", "querySetId", "size", "searchConfigurationList",
                                      "tokenLimit", "contextFields", "ignoreFailure",
@@ -103,40 +104,62 @@ def _llm_metadata(client: OpenSearch, fields: dict[str, Any],
 
 def _check_reusable(client: OpenSearch, judgment_id: str, indices: list[str],
                     rating_type: str) -> None:
+    """The plugin's rules for reusing a judgment's ratings (its pull request #528): it exists,
+    records its configurations, rates on the same scale, and its target indices include all
+    of the request's (ratings are matched by document id, so another index's would be wrong).
+    The workbench also refuses a reference judgment (its own type, rated by no LLM)."""
     source = Repository(client, JUDGMENT_INDEX).get_source(judgment_id)
     if source is None:
-        raise NotFound(f"Existing judgment [{judgment_id}] does not exist")
+        raise BadRequest(f"Existing judgment [{judgment_id}] does not exist")
+    metadata = source.get("metadata") or {}
+    config_ids = metadata.get("searchConfigurationList") or []
+    if not config_ids:
+        raise BadRequest(f"Existing judgment [{judgment_id}] does not record its target index "
+                         "(no search configurations) and cannot be reused")
+    their_type = metadata.get("llmJudgmentRatingType") or llm_prompt.SCORE0_1
+    if their_type not in llm_prompt.RATING_TYPES:
+        raise BadRequest(f"Existing judgment [{judgment_id}] records an unrecognized rating "
+                         f"type [{their_type}] and cannot be reused")
+    if their_type != rating_type:
+        raise BadRequest(f"Existing judgment [{judgment_id}] uses rating type {their_type} and "
+                         f"cannot be reused in a {rating_type} judgment; the rating scales are "
+                         "not comparable")
     if source.get("type") != "LLM_JUDGMENT":
         raise BadRequest(f"Existing judgment [{judgment_id}] is of type {source.get('type')} "
                          "and cannot be reused; only LLM_JUDGMENT judgments can")
-    metadata = source.get("metadata") or {}
-    theirs = []
-    for config_id in metadata.get("searchConfigurationList") or []:
-        config = Repository(client, SEARCH_CONFIG_INDEX).get_source(config_id)
-        if config is not None:
-            theirs.append(config["index"])
-    if sorted(set(theirs)) != indices:
+    theirs = _target_indices(config_ids, Repository(client, SEARCH_CONFIG_INDEX).get_source)
+    if not set(theirs).issuperset(indices):
         raise BadRequest(
             f"Existing judgment [{judgment_id}] was generated for a different target index and "
             f"cannot be reused. Requested index(es): [{', '.join(indices)}], existing judgment "
-            f"index(es): [{', '.join(sorted(set(theirs)))}]")
-    their_type = metadata.get("llmJudgmentRatingType") or llm_prompt.SCORE0_1
-    if their_type != rating_type:
-        raise BadRequest(
-            f"Existing judgment [{judgment_id}] was generated with rating type {their_type} "
-            f"and cannot be reused for a {rating_type} judgment")
+            f"index(es): [{', '.join(theirs)}]")
+
+
+def _target_indices(config_ids: list[Any],
+                    read: Callable[[str], dict[str, Any] | None]) -> list[str]:
+    """The sorted indices of these configurations; the plugin's 400 for one without any. (The
+    plugin's "Cannot determine the target index for this judgment" cannot arise here: an
+    LLM judgment's ``searchConfigurationList`` is never empty.)"""
+    indices = set()
+    for config_id in config_ids:
+        config = read(str(config_id))
+        if config is None or not config.get("index"):
+            raise BadRequest(f"Search configuration [{config_id}] could not be resolved to a "
+                             "target index")
+        indices.add(str(config["index"]))
+    return sorted(indices)
 
 
 def _ubi_metadata(client: OpenSearch, fields: dict[str, Any]) -> dict[str, Any]:
-    index = fields["ubiEventsIndex"]
-    missing = ubi_events.missing_fields(client, index)
-    if missing is None:
-        raise BadRequest(f"UBI events index [{index}] does not exist")
-    if missing:
-        raise BadRequest(f"UBI events index [{index}] lacks the required UBI fields "
-                         f"[{', '.join(missing)}]")
-    return {key: fields[key]
-            for key in ("clickModel", "maxRank", "startDate", "endDate", "ubiEventsIndex")}
+    """Refused before anything is written when the events index is missing or lacks the UBI
+    fields, with the plugin's two messages (its pull request #558), one for an index the body
+    names and one for the default. An alias or pattern that resolves to indices is accepted."""
+    given = fields["ubiEventsIndex"]
+    index = given or DEFAULT_UBI_EVENTS_INDEX
+    if ubi_events.missing_fields(client, index) != []:
+        raise BadRequest(ubi_events.unusable_index_message(index, given is not None))
+    return {**{key: fields[key] for key in ("clickModel", "maxRank", "startDate", "endDate")},
+            "ubiEventsIndex": index}
 
 
 def _reference_metadata(fields: dict[str, Any]) -> dict[str, Any]:

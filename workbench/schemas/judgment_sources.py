@@ -64,11 +64,15 @@ class _Date(JudgmentField):
 
 
 class _EventsIndex(JudgmentField):
-    def check(self, value: Any) -> str:
-        index = value or DEFAULT_UBI_EVENTS_INDEX
-        if not isinstance(index, str):
+    """The index the body names, or None when it names none (absent, null or blank: the plugin
+    then reads ``DEFAULT_UBI_EVENTS_INDEX`` and words its refusal differently)."""
+
+    def check(self, value: Any) -> str | None:
+        if value is None or value == "":
+            return None
+        if not isinstance(value, str):
             raise ValidationError("Field 'ubiEventsIndex' must be a string")
-        return index
+        return value if value.strip() else None
 
 
 class UbiJudgmentSchema(Head):

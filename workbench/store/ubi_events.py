@@ -32,6 +32,21 @@ def missing_fields(client: OpenSearch, index: str) -> list[str] | None:
     return [field for field in REQUIRED_FIELDS if field not in found]
 
 
+def unusable_index_message(index: str, given: bool) -> str:
+    """The plugin's refusal of an events index that does not exist or lacks the UBI fields:
+    ``given`` when the request named it in ``ubiEventsIndex``."""
+    fields = ", ".join(REQUIRED_FIELDS)
+    if given:
+        return (f"The UBI events index [{index}] set by the 'ubiEventsIndex' parameter does not "
+                f"exist or is missing required UBI event fields ({fields}). Ingest UBI events "
+                "data into it, or set the 'ubiEventsIndex' parameter to an existing UBI events "
+                "index.")
+    return (f"No 'ubiEventsIndex' parameter was provided and the default UBI events index "
+            f"[{index}] does not exist or is missing required UBI event fields ({fields}). "
+            f"Ingest UBI events data into [{index}], or set the 'ubiEventsIndex' parameter to "
+            "an existing UBI events index.")
+
+
 def _paths(properties: dict[str, Any], prefix: str = "") -> Iterator[str]:
     for name, spec in properties.items():
         yield prefix + name

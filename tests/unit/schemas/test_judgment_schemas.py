@@ -264,9 +264,16 @@ def ubi(**fields: Any) -> dict[str, Any]:
 
 
 def test_ubi_defaults() -> None:
-    assert judgment(ubi(clickModel="COEC", maxRank=20, startDate="", endDate=None)) == {
-        "name": "u", "description": None, "type": "UBI_JUDGMENT", "clickModel": "COEC",
-        "maxRank": 20, "startDate": "", "endDate": "", "ubiEventsIndex": "ubi_events"}
+    """No events index named (absent, null, empty or blank) loads as None: the create then
+    reads ``ubi_events`` and words a refusal as "not given" (plugin #558)."""
+    for named in ({}, {"ubiEventsIndex": None}, {"ubiEventsIndex": ""},
+                  {"ubiEventsIndex": "  "}):
+        assert judgment(ubi(clickModel="COEC", maxRank=20, startDate="", endDate=None,
+                            **named)) == {
+            "name": "u", "description": None, "type": "UBI_JUDGMENT", "clickModel": "COEC",
+            "maxRank": 20, "startDate": "", "endDate": "", "ubiEventsIndex": None}
+    assert judgment(ubi(clickModel="COEC", maxRank=20, ubiEventsIndex="ubi_events"))[
+        "ubiEventsIndex"] == "ubi_events"
 
 
 @pytest.mark.parametrize(("fields", "expected"), [
