@@ -33,6 +33,7 @@ from workbench.errors import (
 )
 from workbench.jobs.celery_app import configure as configure_celery
 from workbench.services import Services
+from workbench.store.client import InFlightLost
 from workbench.telemetry.logs import setup_logging
 
 log = logging.getLogger(__name__)
@@ -78,6 +79,9 @@ def _register_error_handlers(app: Flask, config: Config) -> None:
         """An error the cluster answered while the workbench worked for the client: the
         cluster's own status and body; unreachable is a 503 naming the cluster, no answer within
         OPENSEARCH_TIMEOUT a 504 (``ConnectionTimeout`` subclasses ``ConnectionError``: first)."""
+        if isinstance(exc, InFlightLost):  # a node went away mid-request
+            unavailable = ClusterUnavailable(unreachable_reason(config.opensearch_url_safe))
+            return json_response(unavailable.body(), unavailable.status)
         if isinstance(exc, OpenSearchConnectionTimeout):
             timeout = ClusterTimeout(timeout_reason(config.opensearch_url_safe,
                                                     config.opensearch_timeout))

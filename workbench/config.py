@@ -74,6 +74,48 @@ def _url(raw: str) -> str:
     return raw.strip().rstrip("/")
 
 
+def _node_urls(raw: str) -> str:
+    """One node's URL, or the nodes of one cluster separated by commas, as every OpenSearch client
+    takes them: each http or https with a host (and a numeric port), all alike in scheme, path and
+    credentials, none twice. A bad entry is named (without its credentials)."""
+    entries = [entry.strip() for entry in raw.split(",")]
+    several = len(entries) > 1
+    first: tuple[str, str, str | None, str | None] | None = None
+    seen: set[tuple[str, int | None]] = set()
+    for number, entry in enumerate(entries, 1):
+        label = f"entry {number} ({redact_url(entry)!r})" if several else repr(redact_url(entry))
+        if not entry:
+            raise ValueError(f"entry {number} is empty: separate node URLs with single commas"
+                             if several else "expected a URL such as http://localhost:9200")
+        parts = urlsplit(entry)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ValueError(f"{label} is not a node URL such as http://localhost:9200")
+        try:
+            port = parts.port
+        except ValueError:
+            raise ValueError(f"{label} has a port that is not a number from 0 to 65535") \
+                from None
+        if parts.query or parts.fragment:
+            raise ValueError(f"{label} has a query or fragment; a node URL has neither")
+        shape = (parts.scheme, parts.path.rstrip("/"), parts.username, parts.password)
+        if first is None:
+            first = shape
+        elif shape[0] != first[0]:
+            raise ValueError(f"{label} uses {shape[0]} where entry 1 uses {first[0]}: the "
+                             "nodes of one cluster share a scheme")
+        elif shape[1] != first[1]:
+            raise ValueError(f"{label} has the path {shape[1] or '/'!r} where entry 1 has "
+                             f"{first[1] or '/'!r}: the nodes share one path")
+        elif shape[2:] != first[2:]:
+            raise ValueError(f"{label} has other credentials than entry 1: give one set, in "
+                             "every entry alike or in OPENSEARCH_USERNAME/OPENSEARCH_PASSWORD")
+        node = (parts.hostname.lower(), port)
+        if node in seen:
+            raise ValueError(f"{label} names a node already listed")
+        seen.add(node)
+    return ",".join(entry.rstrip("/") for entry in entries)
+
+
 def _str(raw: str) -> str:
     return raw
 
@@ -128,8 +170,10 @@ class Config:
     """Validated settings; build it with ``Config.from_env()`` or ``Config(**overrides)``."""
 
     opensearch_url: str = setting(
-        "http://localhost:9200", "OPENSEARCH_URL", _url,
-        "URL of the OpenSearch cluster the workbench fronts.")
+        "http://localhost:9200", "OPENSEARCH_URL", _node_urls,
+        "URL of the OpenSearch cluster the workbench fronts, or the URLs of several of its "
+        "nodes separated by commas (same scheme, path and credentials): requests are spread "
+        "over them and a node that stops answering is left out (docs/deployment.md).")
     opensearch_username: str | None = setting(
         None, "OPENSEARCH_USERNAME", _optional_str,
         "User for HTTP basic auth to the cluster: the identity jobs run as (docs/security.md).")
@@ -297,16 +341,20 @@ class Config:
         return f"Config({self.safe_items()!r})"
 
     @property
-    def opensearch_base_url(self) -> str:
-        """The cluster URL without credentials: what requests are sent to."""
-        return redact_url(self.opensearch_url)
+    def opensearch_nodes(self) -> tuple[str, ...]:
+        """The node URLs of ``OPENSEARCH_URL`` without credentials: where requests are sent."""
+        return tuple(redact_url(url.strip()) for url in self.opensearch_url.split(","))
+
+    @property
+    def opensearch_scheme(self) -> str:
+        return urlsplit(self.opensearch_nodes[0]).scheme
 
     @property
     def opensearch_auth(self) -> tuple[str, str] | None:
-        """Basic-auth pair from OPENSEARCH_USERNAME/PASSWORD, else from the URL's user info."""
+        """Basic-auth pair from OPENSEARCH_USERNAME/PASSWORD, else from the URLs' user info."""
         if self.opensearch_username:
             return (self.opensearch_username, self.opensearch_password or "")
-        parts = urlsplit(self.opensearch_url)
+        parts = urlsplit(self.opensearch_url.split(",")[0].strip())
         if parts.username:
             return (unquote(parts.username), unquote(parts.password or ""))
         return None
@@ -321,8 +369,8 @@ class Config:
 
     @property
     def opensearch_url_safe(self) -> str:
-        """The cluster URL with any credentials removed, for messages and logs."""
-        return redact_url(self.opensearch_url)
+        """The node URLs with any credentials removed, for messages and logs."""
+        return ", ".join(self.opensearch_nodes)
 
     def safe_items(self) -> dict[str, Any]:
         """Settings for display: secrets masked, URLs without credentials."""
@@ -331,6 +379,8 @@ class Config:
             value = getattr(self, f.name)
             if f.metadata["secret"] and value:
                 value = "****"
+            elif f.name == "opensearch_url":
+                value = ",".join(self.opensearch_nodes)
             elif isinstance(value, str) and "://" in value:
                 value = redact_url(value)
             out[f.name] = value
@@ -338,13 +388,12 @@ class Config:
 
 
 def redact_url(url: str) -> str:
-    """Drop ``user:password@`` from a URL so it can be shown."""
+    """Drop ``user:password@`` from a URL so it can be shown (also from one whose port does not
+    parse, which a message may have to name)."""
     parts = urlsplit(url)
-    if parts.username is None and parts.password is None:
+    if "@" not in parts.netloc:
         return url
-    host = parts.hostname or ""
-    if parts.port:
-        host = f"{host}:{parts.port}"
+    host = parts.netloc.rsplit("@", 1)[1]
     return urlunsplit((parts.scheme, host, parts.path, parts.query, parts.fragment))
 
 

@@ -62,12 +62,55 @@ def test_credentials_never_show() -> None:
     })
     text = repr(config)
     assert "hunter2" not in text and "redispw" not in text
-    assert config.opensearch_base_url == "http://es:9200"
+    assert config.opensearch_nodes == ("http://es:9200",)
     assert config.opensearch_auth == ("admin", "hunter2")
     assert redact_url("redis://:pw@h:1/0") == "redis://h:1/0"
     explicit = Config.from_env({"OPENSEARCH_USERNAME": "u", "OPENSEARCH_PASSWORD": "p"})
     assert explicit.opensearch_auth == ("u", "p")
     assert "'p'" not in repr(explicit)
+
+
+def test_several_nodes_of_one_cluster() -> None:
+    config = Config.from_env({"OPENSEARCH_URL": " https://u:pw@es1:9200/, https://u:pw@ES2:9201 "})
+    assert config.opensearch_nodes == ("https://es1:9200", "https://ES2:9201")
+    assert config.opensearch_auth == ("u", "pw") and config.opensearch_scheme == "https"
+    assert config.opensearch_url_safe == "https://es1:9200, https://ES2:9201"
+    shown = repr(config)
+    assert "pw" not in shown and "https://es1:9200,https://ES2:9201" in shown
+
+
+@pytest.mark.parametrize("raw, message", [
+    ("http://a:9200,", "OPENSEARCH_URL: entry 2 is empty: separate node URLs with single commas"),
+    ("http://a:9200,,http://b:9200",
+     "OPENSEARCH_URL: entry 2 is empty: separate node URLs with single commas"),
+    ("http://a:9200,b:9200",
+     "OPENSEARCH_URL: entry 2 ('b:9200') is not a node URL such as http://localhost:9200"),
+    ("http://u:secret@a:9200,http://u:secret@b:92x0",
+     "OPENSEARCH_URL: entry 2 ('http://b:92x0') has a port that is not a number from 0 to "
+     "65535"),
+    ("http://a:9501,http://b:99999",
+     "OPENSEARCH_URL: entry 2 ('http://b:99999') has a port that is not a number from 0 to "
+     "65535"),
+    ("http://a:9200,https://b:9200",
+     "OPENSEARCH_URL: entry 2 ('https://b:9200') uses https where entry 1 uses http: the nodes "
+     "of one cluster share a scheme"),
+    ("http://a:9200/os,http://b:9200",
+     "OPENSEARCH_URL: entry 2 ('http://b:9200') has the path '/' where entry 1 has '/os': the "
+     "nodes share one path"),
+    ("http://u:p@a:9200,http://v:p@b:9200",
+     "OPENSEARCH_URL: entry 2 ('http://b:9200') has other credentials than entry 1: give one "
+     "set, in every entry alike or in OPENSEARCH_USERNAME/OPENSEARCH_PASSWORD"),
+    ("http://a:9200,http://A:9200",
+     "OPENSEARCH_URL: entry 2 ('http://A:9200') names a node already listed"),
+    ("http://a:9200?x=1", "OPENSEARCH_URL: 'http://a:9200?x=1' has a query or fragment; a node "
+                          "URL has neither"),
+    ("", "OPENSEARCH_URL: expected a URL such as http://localhost:9200"),
+])
+def test_a_bad_node_list_is_refused_naming_the_entry(raw: str, message: str) -> None:
+    with pytest.raises(ConfigError) as refused:
+        Config.from_env({"OPENSEARCH_URL": raw})
+    assert str(refused.value) == message
+    assert "secret" not in str(refused.value)
 
 
 def test_log_filter_masks_credentials() -> None:

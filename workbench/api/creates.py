@@ -46,6 +46,7 @@ from workbench.errors import (
 from workbench.evaluation.batch_job import TASK as EVALUATE_BATCH_TASK
 from workbench.jobs import leases
 from workbench.jobs.queue import QueueUnavailable, enqueue
+from workbench.store.client import InFlightLost
 from workbench.store.repository import Repository, new_id
 
 log = logging.getLogger(__name__)
@@ -249,7 +250,7 @@ class Create:
             advice = (f"Look for it (GET {SRW_PREFIX}{self.kind.path}/{self.id}) before sending "
                       f"the request again, or send creates with an {HEADER} header: a retry "
                       f"with the same key gets the {self.kind.label} instead of a second one.")
-        if isinstance(exc, OpenSearchConnectionTimeout):
+        if isinstance(exc, OpenSearchConnectionTimeout) and not isinstance(exc, InFlightLost):
             reason = timeout_reason(url, config.opensearch_timeout)
             return ClusterTimeout(f"{reason} while {what} was being created; it may have been "
                                   f"stored. {advice}", details=details)

@@ -175,6 +175,10 @@ class Transient(Exception):
         self.retry_after = retry_after
 
 
+class NotConnected(Transient):
+    """No connection could be opened (refused, unknown host): nothing was sent."""
+
+
 @dataclass(frozen=True)
 class RetryPolicy:
     """Exponential backoff with jitter; a server's Retry-After wins, up to ``retry_after_cap``."""
@@ -334,7 +338,7 @@ def post_json(
     except EndpointRefused as exc:
         raise ModelUnusable(model_id, f'field "endpoint" {exc}') from None
     except urllib3.exceptions.NewConnectionError:
-        raise Transient(f"cannot connect to {where}") from None
+        raise NotConnected(f"cannot connect to {where}") from None
     except (urllib3.exceptions.TimeoutError, TimeoutError):
         raise Transient(f"no answer from {where} within {timeout:g}s") from None
     except (urllib3.exceptions.HTTPError, OSError) as exc:

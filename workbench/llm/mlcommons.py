@@ -20,6 +20,7 @@ from workbench.llm.base import (
     ChatRequest,
     ChatResult,
     LLMError,
+    NotConnected,
     RetryPolicy,
     call_with_retries,
     check_status,
@@ -34,6 +35,7 @@ from workbench.llm.base import (
 )
 from workbench.llm.structured import FormatMemory
 from workbench.llm.tokens import ServerTokens
+from workbench.store.nodes import Nodes
 from workbench.store.upstream import tls_options
 
 EMPTY_RESULT = (
@@ -118,9 +120,9 @@ class MLCommonsModel:
         self, model_id: str, config: Config, *, retry: RetryPolicy = DEFAULT_RETRY
     ) -> None:
         self.model_id = model_id
-        base = config.opensearch_base_url.rstrip("/")
-        self.url = f"{base}/_plugins/_ml/models/{quote(model_id, safe='')}/_predict"
-        self.where = f"ML Commons at {base}"
+        self.nodes = Nodes(config.opensearch_nodes)
+        self.path = f"/_plugins/_ml/models/{quote(model_id, safe='')}/_predict"
+        self.where = f"ML Commons at {config.opensearch_url_safe}"
         self.timeout = config.llm_timeout
         self.max_retries = config.llm_max_retries
         self.retry = retry
@@ -138,10 +140,17 @@ class MLCommonsModel:
         payload = {"parameters": predict_parameters(request)}
 
         def attempt() -> Any:
-            status, headers, body = post_json(
-                self.model_id, self._pool, self.url, payload, self._headers, self.timeout,
-                self.where,
-            )
+            # The next node in turn; one that cannot be connected to is left out for a while
+            # and the retry (call_with_retries) goes to the next.
+            node = self.nodes.order()[0]
+            try:
+                status, headers, body = post_json(
+                    self.model_id, self._pool, node.rstrip("/") + self.path, payload,
+                    self._headers, self.timeout, self.where,
+                )
+            except NotConnected:
+                self.nodes.down(node)
+                raise
             if status == 404 or (status == 400 and b"no handler found" in body):
                 detail = scrub(error_detail(body, OPENSEARCH_ERROR) or unshown(body),
                                [self._password])

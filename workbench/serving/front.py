@@ -50,17 +50,18 @@ def find_haproxy() -> str | None:
 
 
 def verifies_ip_certificate(config: Config) -> bool:
-    """Whether the cluster is reached over verified TLS at an IP address: HAProxy 2.6 checks a
+    """Whether a node is reached over verified TLS at an IP address: HAProxy 2.6 checks a
     server certificate's names (SNI or ``verifyhost``) against its DNS names and common name only,
-    never its IP addresses, so it would refuse every such cluster."""
-    cluster = urlsplit(config.opensearch_base_url)
-    if cluster.scheme != "https" or not config.opensearch_verify_certs:
+    never its IP addresses, so it would refuse every such node."""
+    if config.opensearch_scheme != "https" or not config.opensearch_verify_certs:
         return False
-    try:
-        ipaddress.ip_address(cluster.hostname or "")
-    except ValueError:
-        return False
-    return True
+    for node in config.opensearch_nodes:
+        try:
+            ipaddress.ip_address(urlsplit(node).hostname or "")
+        except ValueError:
+            continue
+        return True
+    return False
 
 
 def chosen_front(config: Config) -> str | None:

@@ -74,7 +74,7 @@ def error_response(status: int, error_type: str, reason: str) -> bytes:
 def error_files(config: Config) -> dict[str, bytes]:
     """The errorfiles the template names, by file name: the same envelopes the Python
     pass-through answers (workbench/api/proxy.py) for the same faults."""
-    base = config.opensearch_base_url
+    base = config.opensearch_url_safe
     return {
         "too_large.http": error_response(
             413, "content_too_long_exception",
@@ -92,28 +92,34 @@ def error_files(config: Config) -> dict[str, bytes]:
     }
 
 
-def context(config: Config, api_port: int, prefixes: tuple[str, ...],
-            errors: Path) -> dict[str, Any]:
-    """The template's values for one front."""
-    cluster = urlsplit(config.opensearch_base_url)
-    https = cluster.scheme == "https"
-    host = cluster.hostname or "127.0.0.1"
-    port = cluster.port or (443 if https else 80)
+def _server(url: str, config: Config) -> dict[str, Any]:
+    """One node as a ``server`` line: its address and TLS."""
+    node = urlsplit(url)
+    https = node.scheme == "https"
+    host = node.hostname or "127.0.0.1"
+    port = node.port or (443 if https else 80)
     tls = None
     if https:
         # No SNI for an address (RFC 6066); verifyhost then names what the certificate must.
         tls = {"host": host, "sni": None if _is_ip(host) else host,
                "verify": config.opensearch_verify_certs,
                "ca_file": config.opensearch_ca_certs or "@system-ca"}
+    return {"address": address(host, port), "netloc": _netloc(host, port), "tls": tls}
+
+
+def context(config: Config, api_port: int, prefixes: tuple[str, ...],
+            errors: Path) -> dict[str, Any]:
+    """The template's values for one front."""
+    servers = [_server(url, config) for url in config.opensearch_nodes]
     return {
         "bind": address(config.host, config.port),
         "maxconn": MAXCONN,
         "threads": threads(),
         "bufsize": BUFSIZE,
-        "netloc": _netloc(host, port),  # the Host header, as the Python proxy sends it
-        "cluster_address": address(host, port),
-        "tls": tls,
-        "path_prefix": _log_format_literal(cluster.path.rstrip("/")),
+        "netloc": servers[0]["netloc"],  # the Host header, as the Python proxy sends it
+        "servers": servers,
+        "path_prefix": _log_format_literal(
+            urlsplit(config.opensearch_nodes[0]).path.rstrip("/")),
         "prefixes": prefixes,
         # The client's Authorization header always reaches the cluster as sent. Where
         # anonymous callers may borrow the workbench's credentials, requests without one go to

@@ -1,13 +1,87 @@
-"""The opensearch-py client the workbench's own code uses (the proxy uses ``upstream``)."""
+"""The opensearch-py client the workbench's own code uses (the proxy uses ``upstream``).
+
+It is given every node of ``OPENSEARCH_URL``: opensearch-py spreads requests over them, and a
+node whose connection fails is marked dead for a while (``DEAD_SECONDS``, longer each time it
+fails again) while the request goes to the next. That retry is opensearch-py's only when the
+request cannot have changed anything (``FailoverConnection``), so no write is sent twice.
+"""
 
 from __future__ import annotations
 
+import logging
+import re
 from typing import Any
 
-from opensearchpy import OpenSearch
+from opensearchpy import OpenSearch, Urllib3HttpConnection
+from opensearchpy.exceptions import ConnectionError as OpenSearchConnectionError
+from opensearchpy.exceptions import ConnectionTimeout
+from urllib3.exceptions import ConnectTimeoutError, NewConnectionError
 
 from workbench.config import Config
 from workbench.store.identity import ClusterAuth, Identity
+
+log = logging.getLogger(__name__)
+
+#: how long a node whose connection failed is left out before it is tried again (opensearch-py
+#: doubles it for each failure in a row); a restarted node is back within this
+DEAD_SECONDS = 10.0
+#: requests that only read, whatever their method: safe to send to another node after any
+#: connection failure
+_READS = re.compile(r"/(_search|_msearch|_count|_mget|_field_caps|_validate/query|_explain"
+                    r"|_mapping|_settings|_cluster/health)(/|$|\?)")
+
+
+class InFlightLost(ConnectionTimeout):
+    """The connection to a node failed after a request that changes something may have reached
+    it (a reset, an answer cut short). Not sent to another node: it may have been applied.
+
+    A ``ConnectionTimeout`` so that opensearch-py does not retry it (it retries every other
+    ``ConnectionError`` on the next node) while every caller that waits out an unreachable
+    cluster still does (``jobs.base.TRANSIENT``); the API answers it as unreachable (503)."""
+
+
+def _reason(exc: BaseException) -> str:
+    """A short reason for a failed connection (no URL, so no credentials)."""
+    text = str(exc)
+    if "refused" in text:
+        return "connection refused"
+    if isinstance(exc, ConnectTimeoutError) or "timed out" in text.lower():
+        return "connection timed out"
+    if "reset" in text.lower() or "closed" in text.lower() or "aborted" in text.lower():
+        return "connection lost"
+    return type(exc).__name__
+
+
+def _not_sent(cause: Any) -> bool:
+    """The connection failed before the request left: refused, unknown host, connect timeout."""
+    return isinstance(cause, (NewConnectionError, ConnectTimeoutError))
+
+
+class FailoverConnection(Urllib3HttpConnection):
+    """A node's connection whose failures opensearch-py may retry on another node only when
+    the request was not sent, or only reads. A node that fails is named in one log line (no
+    traceback: with several nodes it is an event the workbench rides out, not a crash)."""
+
+    def log_request_fail(self, method: str, full_url: str, path: str, body: Any,
+                         duration: float, status_code: int | None = None,
+                         response: str | None = None,
+                         exception: Exception | None = None) -> None:
+        if exception is None:  # the node answered with an error status: opensearch-py's line
+            super().log_request_fail(method, full_url, path, body, duration, status_code,
+                                     response, exception)
+            return
+        log.warning("OpenSearch node %s failed %s %s after %.3fs: %s", self.host, method, path,
+                    duration, _reason(exception))
+
+    def perform_request(self, method: str, url: str, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return super().perform_request(method, url, *args, **kwargs)
+        except ConnectionTimeout:
+            raise  # no answer in time: not retried, as before
+        except OpenSearchConnectionError as exc:
+            if _not_sent(exc.info) or method in ("GET", "HEAD") or _READS.search(url):
+                raise
+            raise InFlightLost("N/A", str(exc), exc.info) from exc
 
 
 def pool_size(config: Config) -> int:
@@ -24,12 +98,16 @@ def pool_size(config: Config) -> int:
 def make_client(config: Config, default: Identity | None = None) -> OpenSearch:
     """A client for the configured cluster. Each call carries the identity of its context
     (``store.identity``); ``default`` is who calls outside any (the service when None)."""
+    nodes = list(config.opensearch_nodes)
     kwargs: dict[str, Any] = {
-        "hosts": [config.opensearch_base_url],
+        "hosts": nodes,
+        "connection_class": FailoverConnection,
         "pool_maxsize": pool_size(config),
         "timeout": config.opensearch_timeout,
-        "max_retries": 0,
+        # each other node once, for a request that failed before it was sent
+        "max_retries": len(nodes) - 1,
         "retry_on_timeout": False,
+        "dead_timeout": DEAD_SECONDS,
         "verify_certs": config.opensearch_verify_certs,
         "ssl_show_warn": False,
         "http_compress": False,

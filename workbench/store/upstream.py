@@ -21,6 +21,7 @@ from urllib3.exceptions import (
 
 from workbench.config import Config
 from workbench.errors import ClusterTimeout, ClusterUnavailable
+from workbench.store.nodes import Nodes
 
 CHUNK = 64 * 1024
 
@@ -53,7 +54,7 @@ def hop_by_hop(headers: Iterable[tuple[str, str]]) -> set[str]:
 
 def tls_options(config: Config) -> dict[str, object]:
     """urllib3 pool options for the cluster's TLS (none for plain HTTP)."""
-    if urlsplit(config.opensearch_base_url).scheme != "https":
+    if config.opensearch_scheme != "https":
         return {}
     if not config.opensearch_verify_certs:
         return {"cert_reqs": ssl.CERT_NONE, "assert_hostname": False}
@@ -64,13 +65,17 @@ def tls_options(config: Config) -> dict[str, object]:
 
 
 class Upstream:
-    """A keep-alive connection pool to the cluster, shared by the threads of one process."""
+    """Keep-alive connection pools to the cluster's nodes, shared by the threads of one process.
+
+    A request goes to the next node in turn (``store.nodes``); when a node refuses the
+    connection (nothing was sent) the request goes to the next one, and the node is left out for
+    a while. A failure after the request may have reached a node is answered, never resent."""
 
     def __init__(self, config: Config, maxsize: int = 32) -> None:
         self.config = config
-        self.base_url = config.opensearch_base_url
-        parts = urlsplit(self.base_url)
-        self.path_prefix = parts.path.rstrip("/")
+        self.base_url = config.opensearch_url_safe
+        self.nodes = Nodes(config.opensearch_nodes)
+        self.path_prefix = urlsplit(config.opensearch_nodes[0]).path.rstrip("/")
         kwargs: dict[str, object] = {
             "maxsize": maxsize,
             "block": False,
@@ -81,7 +86,8 @@ class Upstream:
             "blocksize": CHUNK,
         }
         kwargs.update(tls_options(config))
-        self.pool = urllib3.connection_from_url(self.base_url, **kwargs)
+        self.pools = {url: urllib3.connection_from_url(url, **kwargs)
+                      for url in config.opensearch_nodes}
         # Lent to requests that bring no Authorization header only when the operator opts in.
         self.default_authorization = (
             config.opensearch_authorization if config.anonymous_as_service else None)
@@ -110,29 +116,42 @@ class Upstream:
             out["Content-Length"] = str(content_length)
         elif body is not None:
             chunked = True
-        try:
-            return self.pool.urlopen(
-                method,
-                self.path_prefix + target,
-                body=body,
-                headers=out,
-                chunked=chunked,
-                preload_content=False,
-                decode_content=False,
-                redirect=False,
-                retries=False,
-                assert_same_host=False,
-            )
-        except ReadTimeoutError as exc:
-            raise ClusterTimeout(
-                f"OpenSearch cluster at {self.base_url} did not answer within "
-                f"{self.config.opensearch_timeout:g}s"
-            ) from exc
-        except (ConnectTimeoutError, MaxRetryError, ProtocolError, ConnectionError) as exc:
-            # NewConnectionError (refused, unknown host) is a ConnectTimeoutError in urllib3.
-            raise ClusterUnavailable(
-                f"OpenSearch cluster at {self.base_url} is unreachable: {_cause(exc)}"
-            ) from exc
+        refused: Exception | None = None
+        for url in self.nodes.order():
+            try:
+                response = self.pools[url].urlopen(
+                    method,
+                    self.path_prefix + target,
+                    body=body,
+                    headers=out,
+                    chunked=chunked,
+                    preload_content=False,
+                    decode_content=False,
+                    redirect=False,
+                    retries=False,
+                    assert_same_host=False,
+                )
+            except ReadTimeoutError as exc:
+                raise ClusterTimeout(
+                    f"OpenSearch cluster at {self.base_url} did not answer within "
+                    f"{self.config.opensearch_timeout:g}s"
+                ) from exc
+            except ConnectTimeoutError as exc:
+                # NewConnectionError (refused, unknown host) is a ConnectTimeoutError in urllib3:
+                # nothing was sent, so the next node may have it.
+                self.nodes.down(url)
+                refused = exc
+                continue
+            except (MaxRetryError, ProtocolError, ConnectionError) as exc:
+                raise ClusterUnavailable(
+                    f"OpenSearch cluster at {self.base_url} is unreachable: {_cause(exc)}"
+                ) from exc
+            self.nodes.up(url)
+            return response
+        assert refused is not None
+        raise ClusterUnavailable(
+            f"OpenSearch cluster at {self.base_url} is unreachable: {_cause(refused)}"
+        ) from refused
 
 
 def stream_body(response: urllib3.BaseHTTPResponse) -> Iterator[bytes]:

@@ -108,3 +108,34 @@ def test_threads_take_half_the_cores(cpus: int, expected: int) -> None:
 def test_the_configuration_names_its_threads(tmp_path: Path) -> None:
     text = rendered(tmp_path, OPENSEARCH_URL="http://127.0.0.1:9200")
     assert f"\n    nbthread {haproxy.threads()}\n" in text
+
+
+def test_one_server_per_node_with_health_checks(tmp_path: Path) -> None:
+    text = rendered(tmp_path, OPENSEARCH_URL="https://u:p@os-a:9200,https://u:p@os-b:9201",
+                    OPENSEARCH_CA_CERTS="/etc/ca.pem")
+    for name, host, port in (("node1", "os-a", 9200), ("node2", "os-b", 9201)):
+        assert (f"    server {name} {host}:{port} ssl sni str({host}) verify required ca-file "
+                f"/etc/ca.pem verifyhost {host} check inter 1s fall 2 rise 2 "
+                "pool-purge-delay 50s\n") in text
+    for rule in ("balance roundrobin", "option httpchk", "http-check send meth GET uri /",
+                 "http-check expect rstatus ^[1-4]", "retry-on conn-failure empty-response",
+                 "http-request disable-l7-retry unless reads", "retries 1",
+                 "option redispatch 1"):
+        assert f"\n    {rule}\n" in text
+    assert "set-header Host os-a:9200" in text and "u:p" not in text
+    (tmp_path / "errors" / "unreachable.http").read_bytes().index(
+        b"OpenSearch cluster at https://os-a:9200, https://os-b:9201 is unreachable")
+    # one node: no checks (a restarted node is tried at once), as before
+    single = rendered(tmp_path, OPENSEARCH_URL="http://127.0.0.1:9200")
+    assert "option httpchk" not in single and " check " not in single
+
+
+@pytest.mark.skipif(shutil.which("haproxy") is None and not Path("/usr/sbin/haproxy").exists(),
+                    reason="haproxy is not installed")
+def test_haproxy_accepts_a_configuration_of_three_nodes(tmp_path: Path) -> None:
+    rendered(tmp_path, OPENSEARCH_URL="http://127.0.0.1:9501,http://127.0.0.1:9502,"
+                                      "http://127.0.0.1:9503")
+    binary = shutil.which("haproxy") or "/usr/sbin/haproxy"
+    check = subprocess.run([binary, "-c", "-f", str(tmp_path / "haproxy.cfg")],
+                           capture_output=True, text=True)
+    assert check.returncode == 0, check.stdout + check.stderr
