@@ -332,6 +332,17 @@ def test_mlcommons_sends_the_plugins_parameters(llm: LLMServer) -> None:
     assert set(parameters) == {"messages", "system_prompt", "user_prompt", "response_format"}
 
 
+def test_mlcommons_goes_to_the_next_node_when_one_refuses(llm: LLMServer) -> None:
+    """OPENSEARCH_URL with a node that is down listed first: the call is retried on the next
+    node, which is then used until the first one's time out is over."""
+    model = MLCommonsModel("abc123", config(opensearch_url=f"http://127.0.0.1:9,{llm.url}"),
+                           retry=FAST)
+    for _ in range(3):
+        model.chat(ChatRequest("s", "u", SCORE_FORMAT))
+    assert [sent.path for sent in llm.requests] == ["/_plugins/_ml/models/abc123/_predict"] * 3
+    assert model.nodes.order()[-1] == "http://127.0.0.1:9"  # left out for now
+
+
 def test_mlcommons_sends_the_clusters_credentials_as_basic_auth(llm: LLMServer) -> None:
     ml_model(llm, opensearch_username="ml-user", opensearch_password="pä:ss").chat(request(None))
 
