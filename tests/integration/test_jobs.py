@@ -51,6 +51,46 @@ def test_a_job_that_fails_ends_error_with_its_reason(job_worker: Worker,
     }
 
 
+@pytest.mark.parametrize("task, level, reason, extra", [
+    ("tests.fails_as_documented", "WARNING", "QuerySet [gone] does not exist",
+     {"lastFailureReason": "gone"}),
+    ("tests.cancelled", "INFO", "cancelled by the user", {}),
+])
+def test_an_expected_ending_is_one_line_without_a_traceback(
+        job_worker: Worker, direct: OpenSearch, task: str, level: str, reason: str,
+        extra: dict[str, Any]) -> None:
+    """A cancel or a failure the job names: ERROR written with its reason, and in the worker's
+    log one line at INFO or WARNING with the entity id: no ERROR line, no traceback, no
+    Celery "raised unexpected" (an operator alerting on ERROR is not paged for it)."""
+    before = len(job_worker.log())
+    entity_id = new_entity(direct)
+    send(job_worker, task, entity_id)
+    assert wait_status(direct, entity_id) == {"status": "ERROR",
+                                              "metadata": {"error": reason, **extra}}
+    time.sleep(0.5)  # the task's own lines come after the status write
+    new = job_worker.log()[before:]
+    lines = [line for line in new.splitlines() if entity_id in line]
+    assert len(lines) == 1, lines
+    assert f" {level} " in lines[0] and lines[0].endswith(
+        f"job {task} for {entity_id} ended ERROR: {reason}"), lines
+    assert " ERROR " not in new and "Traceback" not in new and "raised unexpected" not in new
+
+
+def test_an_unexpected_failure_is_logged_error_with_its_traceback(
+        job_worker: Worker, direct: OpenSearch) -> None:
+    before = len(job_worker.log())
+    entity_id = new_entity(direct)
+    send(job_worker, "tests.always_fails", entity_id)
+    wait_status(direct, entity_id)
+    time.sleep(0.5)
+    new = job_worker.log()[before:]
+    assert "Task tests.always_fails[" in new and "raised unexpected: ValueError('the input is " \
+        "not valid')" in new
+    assert "Traceback (most recent call last)" in new
+    assert "ERROR [" in new and f"job tests.always_fails for {entity_id} failed: the input is " \
+        "not valid" in new
+
+
 def test_transient_faults_are_retried_then_succeed(job_worker: Worker,
                                                    direct: OpenSearch) -> None:
     entity_id = new_entity(direct)

@@ -385,6 +385,34 @@ def test_a_retry_that_fails_ends_error_with_its_reason_and_keeps_the_ratings(
         {k: v for k, v in done["metadata"].items() if k != "error"}
 
 
+def test_a_retry_cut_off_after_paid_calls_adds_them_to_the_usage(
+        api: Api, worker: Worker, setup: dict[str, Any], llm: LLMServer) -> None:
+    """A retry cancelled while its call is answered ends ERROR keeping the ratings, and
+    ``metadata.usage`` is the first run's plus the retry's call (issue: usage on every
+    ending)."""
+    llm.partial(ids=["p1"], times=3)
+    done = run(api, body(setup, overwriteCache=True))
+    first = done["metadata"]["usage"]
+    assert first["llmCalls"] == llm.calls > 0
+    llm.latency = 1.5
+    try:
+        assert api.srw("POST", f"/judgments/{done['id']}/_retry").status == 200
+        deadline = time.monotonic() + 30
+        while llm.calls == first["llmCalls"]:  # the retry's call is received, not answered
+            assert time.monotonic() < deadline, "the retry made no call"
+            time.sleep(0.05)
+        assert api.srw("POST", f"/judgments/{done['id']}/_cancel").status == 200
+        after = finished(api, f"/judgments/{done['id']}", 60)
+    finally:
+        llm.latency = 0.0
+    assert after["status"] == "ERROR" and after["metadata"]["error"] == "cancelled by the user"
+    assert after["judgmentRatings"] == done["judgmentRatings"]
+    usage = after["metadata"]["usage"]
+    assert usage["llmCalls"] == llm.calls == first["llmCalls"] + 1
+    assert usage["inputTokens"] > first["inputTokens"]
+    assert usage["totalTokens"] == usage["inputTokens"] + usage["outputTokens"]
+
+
 def test_edit_moves_a_failed_document_into_the_ratings(api: Api, worker: Worker,
                                                         setup: dict[str, Any],
                                                         llm: LLMServer) -> None:

@@ -72,8 +72,9 @@ def calls_settle(llm: LLMServer, seconds: float = 5) -> int:
 
 
 def test_progress_then_cancel_stops_llm_calls(api: Api, setup: dict[str, Any],
-                                               llm: LLMServer) -> None:
+                                               llm: LLMServer, worker: Worker) -> None:
     llm.latency = 2.0
+    log_before = len(worker.log())
     try:
         judgment_id = start(api, setup)
         first = wait_progress(api, judgment_id, 1)
@@ -103,9 +104,20 @@ def test_progress_then_cancel_stops_llm_calls(api: Api, setup: dict[str, Any],
     assert doc["judgmentRatings"] == []
     assert settled - calls_at_cancel <= 4  # at most the calls already in flight (concurrency 4)
     assert settled < QUERIES
+    # what the cancelled run paid for is kept: every call the model answered, and its tokens
+    usage = doc["metadata"]["usage"]
+    assert usage["llmCalls"] == settled and usage["inputTokens"] > 0
+    assert usage["totalTokens"] == usage["inputTokens"] + usage["outputTokens"]
     api.srw("POST", f"/judgments/{judgment_id}/_cancel").error(
         409, f"Judgment [{judgment_id}] is ERROR; only a PROCESSING or RETRYING judgment can "
              "be cancelled")
+    # a user's cancel is one INFO line in the worker's log: no ERROR, no traceback
+    logged = [line for line in worker.log()[log_before:].splitlines() if judgment_id in line]
+    assert any(" INFO " in line and line.endswith(
+        f"job workbench.judgments.generate for {judgment_id} ended ERROR: cancelled by the "
+        "user") for line in logged), logged
+    assert not [line for line in logged if " ERROR " in line or "raised unexpected" in line]
+    assert "raised unexpected: Cancelled" not in worker.log()[log_before:]
 
 
 def test_delete_of_a_running_judgment_stops_its_calls(api: Api, setup: dict[str, Any],

@@ -11,8 +11,9 @@ import time
 import redis
 
 from workbench.errors import ClusterUnavailable
-from workbench.jobs.base import WorkbenchTask
+from workbench.jobs.base import JobFailed, WorkbenchTask
 from workbench.jobs.celery_app import celery_app, current_config, worker_client
+from workbench.jobs.control import Cancelled
 
 ENTITY_INDEX = "test-job-entities"
 
@@ -37,6 +38,20 @@ def _complete(entity_id: str, attempts: int) -> None:
 def always_fails(entity_id: str) -> None:
     _attempt(entity_id)
     raise ValueError("the input is not valid")
+
+
+@celery_app.task(name="tests.fails_as_documented", base=EntityTask)
+def fails_as_documented(entity_id: str) -> None:
+    """A failure the job names (as a judgment whose query set is gone does)."""
+    _attempt(entity_id)
+    raise JobFailed("QuerySet [gone] does not exist", {"lastFailureReason": "gone"})
+
+
+@celery_app.task(name="tests.cancelled", base=EntityTask)
+def cancelled(entity_id: str) -> None:
+    """A job that finds it was cancelled."""
+    _attempt(entity_id)
+    raise Cancelled()
 
 
 @celery_app.task(name="tests.flaky", base=EntityTask)

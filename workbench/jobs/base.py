@@ -118,13 +118,30 @@ class JobFailed(Exception):
     """A job that ends ERROR by its own rules (not a crash); ``metadata`` adds fields such as
     ``lastFailureReason`` next to the error."""
 
+    #: how its ending is logged (a user's cancel is INFO)
+    log_level = logging.WARNING
+
     def __init__(self, reason: str, metadata: dict[str, Any] | None = None) -> None:
         super().__init__(reason)
         self.metadata = metadata or {}
 
 
 def extra_metadata(exc: BaseException) -> dict[str, Any]:
-    return exc.metadata if isinstance(exc, JobFailed) else {}
+    """The fields the ERROR document of a job that ended with ``exc`` keeps besides its reason
+    (``JobFailed.metadata``, or what ``keep_metadata`` attached to any other exception)."""
+    if isinstance(exc, JobFailed):
+        return exc.metadata
+    kept: dict[str, Any] = getattr(exc, "_workbench_metadata", {})
+    return kept
+
+
+def keep_metadata(exc: BaseException, **fields: Any) -> None:
+    """Have the ERROR document of the job ``exc`` ends keep ``fields`` (what the job had
+    spent, say), whatever the exception."""
+    if isinstance(exc, JobFailed):
+        exc.metadata.update(fields)
+    else:
+        exc._workbench_metadata = {**extra_metadata(exc), **fields}  # type: ignore[attr-defined]
 
 
 def failure_reason(exc: BaseException) -> str:
@@ -172,6 +189,11 @@ class WorkbenchTask(Task):
         except Retry:
             requeued = True
             raise
+        except JobFailed as exc:
+            if not (self.status_index and entity_id):
+                raise
+            self.end_failed(str(entity_id), exc)
+            return None
         finally:
             if lease is not None:
                 lease.release(requeued)
@@ -204,10 +226,20 @@ class WorkbenchTask(Task):
         """The top-level fields written when the job fails for good."""
         return {"status": "ERROR", "metadata": {"error": reason, **extra_metadata(exc)}}
 
+    def end_failed(self, entity_id: str, exc: JobFailed) -> None:
+        """An expected ending (a cancel, or a failure the job names: bad input found late, a
+        model that cannot be called): ERROR and its reason written, one log line without a
+        traceback, and the task itself succeeds, so Celery logs no "raised unexpected"."""
+        reason = failure_reason(exc)
+        log.log(exc.log_level, "job %s for %s ended ERROR: %s", self.name, entity_id, reason)
+        self.mark_failed(entity_id, self.error_fields(reason, exc))
+
     def on_failure(
         self, exc: BaseException, task_id: str, args: tuple[Any, ...], kwargs: dict[str, Any],
         einfo: Any,
     ) -> None:
+        """What no job expects (a crash, an outage past its budget): Celery has logged it with
+        its traceback; ERROR and the reason are written too."""
         entity_id = args[0] if args else kwargs.get("entity_id")
         reason = failure_reason(exc)
         log.error("job %s for %s failed: %s", self.name, entity_id, reason)

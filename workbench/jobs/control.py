@@ -58,6 +58,8 @@ def forget_cancel(client: redis.Redis, entity_id: str) -> None:
 class Cancelled(JobFailed):
     """The job stopped because it was cancelled (or its document went away)."""
 
+    log_level = logging.INFO
+
     def __init__(self, metadata: dict[str, Any] | None = None) -> None:
         super().__init__(CANCEL_REASON, metadata)
 
@@ -81,6 +83,9 @@ class JobControl:
         self.total = 0
         self.phase = ""
         self.usage: Callable[[], dict[str, int]] | None = None
+        #: what the job has spent, as its ``metadata.usage`` (an LLM judgment's calls, tokens
+        #: and cost, an earlier run's included), kept however the job ends
+        self.spent: Callable[[], dict[str, Any]] | None = None
         self._lock = threading.Lock()
         self._cancelled = False
         self._checked_at = float("-inf")

@@ -584,10 +584,13 @@ def help_run(svc: Services, kind_name: str, entity_id: str, run: str) -> int:
         crew.work(on_first=more)
     except RunGone:
         log.info("%s %s: the run ended while this helper worked", kind_name, entity_id)
+    except JobFailed as exc:  # a cancel, a failure the job names: one line, no traceback
+        log.log(exc.log_level, "unit of %s %s ended: %s", kind_name, entity_id,
+                failure_reason(exc))
     except Exception as exc:
         if is_transient(exc):
             raise  # waited out by the task, which runs this helper again
-        log.error("unit of %s %s failed: %s", kind_name, entity_id, failure_reason(exc))
+        log.exception("unit of %s %s failed: %s", kind_name, entity_id, failure_reason(exc))
     finally:
         worker.close()
     return crew.finished

@@ -8,11 +8,13 @@ finished, edited or deleted judgment.
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from opensearchpy.exceptions import ConflictError, NotFoundError
 
-from workbench.jobs.base import JobFailed
+from workbench.jobs.base import JobFailed, keep_metadata
 from workbench.jobs.control import JobControl
 from workbench.judgments import imported, reference_job, ubi
 from workbench.judgments.limits import size_error
@@ -46,17 +48,30 @@ def generate(svc: Services, judgment_id: str) -> None:
     if doc["type"] in EVENTS:  # the plugin's counters know only its own three types
         svc.record_event(EVENTS[doc["type"]])
     metadata = doc.get("metadata") or {}
-    if doc["type"] == "IMPORT_JUDGMENT":
-        ratings = imported.build(metadata.get("judgmentRatings"))
-        metadata = {}
-    elif doc["type"] == "UBI_JUDGMENT":
-        ratings = ubi.generate(svc.client, metadata)
-    elif doc["type"] == "REFERENCE_JUDGMENT":
-        ratings, metadata = reference_job.generate(svc, metadata, judgment_id, control)
-    else:
-        ratings, metadata = llm_generation.generate(svc, judgment_id, metadata, control)
-    control.check()
+    with keeping_usage(control):
+        if doc["type"] == "IMPORT_JUDGMENT":
+            ratings = imported.build(metadata.get("judgmentRatings"))
+            metadata = {}
+        elif doc["type"] == "UBI_JUDGMENT":
+            ratings = ubi.generate(svc.client, metadata)
+        elif doc["type"] == "REFERENCE_JUDGMENT":
+            ratings, metadata = reference_job.generate(svc, metadata, judgment_id, control)
+        else:
+            ratings, metadata = llm_generation.generate(svc, judgment_id, metadata, control)
+        control.check()
     write(repo, hit, {"status": "COMPLETED", "metadata": metadata, "judgmentRatings": ratings})
+
+
+@contextmanager
+def keeping_usage(control: JobControl) -> Iterator[None]:
+    """However the job ends (a cancel, a documented failure, a crash), its ERROR document keeps
+    ``metadata.usage``: what the calls made so far cost."""
+    try:
+        yield
+    except Exception as exc:
+        if control.spent is not None:
+            keep_metadata(exc, usage=control.spent())
+        raise
 
 
 def retry(svc: Services, judgment_id: str) -> None:
@@ -67,8 +82,10 @@ def retry(svc: Services, judgment_id: str) -> None:
         return
     control = JobControl(svc, JUDGMENT_INDEX, hit, "queries", in_metadata=True)
     control.check()
-    ratings, metadata = llm_generation.retry_failed(svc, judgment_id, hit["_source"], control)
-    control.check()
+    with keeping_usage(control):
+        ratings, metadata = llm_generation.retry_failed(svc, judgment_id, hit["_source"],
+                                                        control)
+        control.check()
     write(repo, hit, {"status": "COMPLETED", "metadata": metadata, "judgmentRatings": ratings})
 
 

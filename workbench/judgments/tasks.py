@@ -35,13 +35,16 @@ class JudgmentRetryTask(JudgmentTask):
     abstract = True
 
     def write_failure(self, entity_id: str, fields: dict[str, Any]) -> None:
-        """A failed retry keeps the ratings it had; only the status and the error change."""
+        """A failed retry keeps the ratings it had; the status and the error change, and the
+        usage becomes the earlier runs' and this one's together, when it made calls."""
+        usage = fields["metadata"].get("usage")
         Repository(worker_client(), self.status_index).update_script(
             entity_id,
             "ctx._source.status = 'ERROR'; "
             "if (ctx._source.metadata == null) { ctx._source.metadata = [:]; } "
-            "ctx._source.metadata.error = params.error",
-            {"error": fields["metadata"]["error"]})
+            "ctx._source.metadata.error = params.error; "
+            "if (params.usage != null) { ctx._source.metadata.usage = params.usage; }",
+            {"error": fields["metadata"]["error"], "usage": usage})
 
 
 @celery_app.task(name="workbench.judgments.generate", base=JudgmentTask)

@@ -200,6 +200,15 @@ class LlmRater:
             control.usage = lambda: {"llmCalls": self.usage.llm_calls,
                                      "inputTokens": self.usage.input_tokens,
                                      "outputTokens": self.usage.output_tokens}
+            earlier = JobUsage.from_metadata(metadata.get("usage"))  # a retry's judgment's
+
+            def spent() -> dict[str, Any]:
+                total = JobUsage()
+                total.add(earlier)
+                total.add(self.usage)
+                return self.usage_metadata(total)
+
+            control.spent = spent
 
     def cancelled(self) -> bool:
         return self.control is not None and self.control.cancelled()
@@ -286,9 +295,11 @@ class LlmRater:
                     chunk_ids[future] = [c.split("::", 1)[1] for c, _ in chunk]
             if self.control is not None and ready:
                 self.control.advance(ready)
+            counted: set[Future[ChunkAnswer | None]] = set()
             try:
                 for future in as_completed(futures):
                     number = futures[future]
+                    counted.add(future)
                     try:
                         answer = future.result()
                     except JobFailed:  # a cancel included
@@ -296,7 +307,11 @@ class LlmRater:
                     except Exception as exc:  # noqa: BLE001 - recorded as the query's failure
                         answer = crash_answer(targets[number].entry.key, exc)
                     if answer is None or self.cancelled():
-                        raise self._cancel(futures)
+                        if answer is not None:
+                            self.usage.add(answer.usage)
+                        error = self._cancel(futures)
+                        self._count_in_flight(futures, counted)
+                        raise error
                     self.usage.add(answer.usage)
                     cache.add(self.record(outcomes[number], targets[number].entry, answer,
                                           chunk_ids[future]))
@@ -328,6 +343,20 @@ class LlmRater:
             outcome.unusable += answer.unusable
             outcome.reasons.update(dict.fromkeys(doc_ids, answer.error))
         return {}
+
+    def _count_in_flight(self, futures: dict[Future[ChunkAnswer | None], int],
+                         counted: set[Future[ChunkAnswer | None]]) -> None:
+        """Wait for the calls under way when the job was cancelled and count what they cost:
+        they are paid for, and the judgment's usage keeps them."""
+        for future in futures:
+            if future in counted or future.cancelled():
+                continue
+            try:
+                answer = future.result()
+            except Exception:  # noqa: BLE001 - a call that failed cost nothing countable
+                continue
+            if answer is not None:
+                self.usage.add(answer.usage)
 
     def _cancel(self, futures: dict[Future[ChunkAnswer | None], int]) -> Exception:
         """Drop the chunks not started yet; the ``Cancelled`` to raise."""
