@@ -17,6 +17,7 @@ from workbench.api import ml as ml_api
 from workbench.api import openapi as openapi_api
 from workbench.api import proxy as proxy_api
 from workbench.api import srw as srw_api
+from workbench.api.http_metrics import MeteredApp
 from workbench.config import Config, redact_url
 from workbench.errors import (
     ClusterTimeout,
@@ -42,7 +43,7 @@ log = logging.getLogger(__name__)
 def create_app(config: Config | None = None) -> Flask:
     """Build the WSGI app. Services connect lazily, so this never blocks on the cluster."""
     config = config or Config.from_env()
-    setup_logging(config.log_level)
+    setup_logging(config.log_level, config.log_format)
     app = Flask("workbench", static_folder=None)  # no /static route: that path is the cluster's
     app.config["MAX_CONTENT_LENGTH"] = config.max_request_bytes
     app.url_map.strict_slashes = False
@@ -54,6 +55,7 @@ def create_app(config: Config | None = None) -> Flask:
     app.register_blueprint(ml_api.bp)
     app.register_blueprint(openapi_api.bp)  # ungated: see workbench/api/openapi.py
     proxy_api.install(app)  # last: the catch-all
+    app.wsgi_app = MeteredApp(app.wsgi_app)  # type: ignore[method-assign]
     _register_error_handlers(app, config)
 
     @app.after_request

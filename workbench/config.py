@@ -67,6 +67,10 @@ def _port(raw: str) -> int:
     return value
 
 
+def _optional_port(raw: str) -> int | None:
+    return _port(raw) if raw.strip() else None
+
+
 def _url(raw: str) -> str:
     parts = urlsplit(raw.strip())
     if not parts.scheme or not parts.netloc:
@@ -297,6 +301,23 @@ class Config:
         "Seconds between two looks of the scheduler for scheduled experiments that are due.")
     log_level: str = setting(
         "INFO", "WORKBENCH_LOG_LEVEL", _str, "Log level: DEBUG, INFO, WARNING or ERROR.")
+    log_format: str = setting(
+        "text", "WORKBENCH_LOG_FORMAT", _str,
+        "Log line format: text (one line, for people) or json (one JSON object per line with "
+        "the job kind, entity id and task id as fields, for log shippers). Credentials are "
+        "masked in both.")
+    metrics_port: int | None = setting(
+        None, "WORKBENCH_METRICS_PORT", _optional_port,
+        "Port of the Prometheus metrics listener (docs/metrics.md); unset: no listener. Its own "
+        "port, never the API's: every API path belongs to OpenSearch's namespace.")
+    metrics_host: str = setting(
+        "127.0.0.1", "WORKBENCH_METRICS_HOST", _str,
+        "Address the metrics listener binds (loopback unless a scraper elsewhere needs it).")
+    metrics_dir: str | None = setting(
+        None, "WORKBENCH_METRICS_DIR", _optional_str,
+        "Folder where every workbench process of this host writes its metric samples; one "
+        "listener reports all processes that share it. Unset: a folder under the system's "
+        "temporary directory, used only when WORKBENCH_METRICS_PORT or this is set.")
     index_mappings_dir: str = setting(
         str(REPO_ROOT / "index_mappings"), "WORKBENCH_INDEX_MAPPINGS_DIR", _str,
         "Folder of the system-index mapping files.")
@@ -322,6 +343,9 @@ class Config:
     def validate(self) -> None:
         if self.log_level.upper() not in ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"):
             raise ConfigError(f"WORKBENCH_LOG_LEVEL: unknown level {self.log_level!r}")
+        if self.log_format not in ("text", "json"):
+            raise ConfigError(f"WORKBENCH_LOG_FORMAT: expected text or json, got "
+                              f"{self.log_format!r}")
         if self.front not in ("auto", "haproxy", "none", "nginx"):  # nginx: the former front
             raise ConfigError(
                 f"WORKBENCH_FRONT: expected auto, haproxy or none, got {self.front!r}")

@@ -16,6 +16,7 @@ Every key, its type, TTL and owner (the module that writes it)::
 
     key                                        type    TTL                  owner
     workbench:queued:<task>:<entity>           string  none                 jobs.leases, jobs.queue
+    workbench:queued-since                     zset    none                 jobs.leases, jobs.queue
     workbench:lease:<task>:<entity>            string  lease seconds        jobs.leases
     workbench:attempts:<task>:<entity>         int     7 days               jobs.sweeper
     workbench:cancel:<entity>                  string  24 h                 jobs.control
@@ -48,6 +49,16 @@ from __future__ import annotations
 def queued_key(task: str, entity_id: str) -> str:
     """The marker that a job's message is queued (written before it is sent)."""
     return f"workbench:queued:{task}:{entity_id}"
+
+
+#: when each queued job was queued (member ``<task>:<entity>``, score: Unix time), for the queue
+#: metrics (``telemetry.exporter``); a job leaves it when it takes its lease
+QUEUED_SINCE_KEY = "workbench:queued-since"
+
+
+def queued_member(task: str, entity_id: str) -> str:
+    """A job's member in the ``QUEUED_SINCE_KEY`` set."""
+    return f"{task}:{entity_id}"
 
 
 def lease_key(task: str, entity_id: str) -> str:

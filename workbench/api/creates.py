@@ -48,6 +48,7 @@ from workbench.jobs import leases
 from workbench.jobs.queue import QueueUnavailable, enqueue
 from workbench.store.client import InFlightLost
 from workbench.store.repository import Repository, new_id
+from workbench.telemetry import instruments
 
 log = logging.getLogger(__name__)
 
@@ -166,11 +167,12 @@ class Create:
             raise
         if self.kind.task is not None:
             try:
-                enqueue(self.kind.task, self.id)
+                enqueue(self.kind.task, self.id, str(doc.get("type") or ""))
             except QueueUnavailable:
                 repo.delete(self.id)  # never queued: leave nothing PROCESSING behind
                 self._unclaim()
                 raise
+        instruments.ENTITIES_CREATED.labels(self.kind.name, str(doc.get("type") or "")).inc()
         return result
 
     def answer(self, body: dict[str, Any], status: int = 200) -> Response:

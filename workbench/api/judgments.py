@@ -139,7 +139,7 @@ def retry_judgment(entity_id: str) -> Response:
     except ConflictError:
         raise Conflict("A concurrent retry is already in progress for this judgment") from None
     try:
-        enqueue("workbench.judgments.retry", entity_id)
+        enqueue("workbench.judgments.retry", entity_id, str(doc.get("type") or ""))
     except QueueUnavailable:
         # Back to the status and timestamp it had, unless something changed it meanwhile.
         with suppress(ConflictError):

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 from typing import Any
 
@@ -19,7 +20,14 @@ TASK_MODULES = ("workbench.jobs.tasks", "workbench.judgments.tasks",
                 "workbench.experiments.tasks", "workbench.evaluation.tasks")
 
 
+#: the commands that run for long and record metrics (docs/metrics.md)
+METERED = ("serve", "worker", "scheduler")
+
+
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] and argv[0] in METERED:
+        _enable_metrics(argv[0])
     parser = argparse.ArgumentParser(
         prog="workbench", description="OpenSearch-compatible Search Relevance Workbench"
     )
@@ -64,7 +72,6 @@ def main(argv: list[str] | None = None) -> int:
 
     loop.add_commands(sub)
 
-    argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["bench"]:
         return _bench(argv[1:])
     args = parser.parse_args(argv)
@@ -79,7 +86,7 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as exc:
         print(f"workbench: configuration error: {exc}", file=sys.stderr)
         return 2
-    setup_logging(config.log_level)
+    setup_logging(config.log_level, config.log_format)
     handler = {
         "serve": _serve,
         "worker": _worker,
@@ -92,9 +99,23 @@ def main(argv: list[str] | None = None) -> int:
     return handler(config, args)
 
 
+def _enable_metrics(command: str) -> None:
+    """Point this process's samples at the metrics folder before anything imports
+    prometheus-client, which reads the folder once (``telemetry.exporter``). A bad setting is
+    reported later, with the others."""
+    from workbench.telemetry import exporter
+
+    try:
+        config = Config.from_env()
+    except ConfigError:
+        return
+    exporter.enable(config, command)
+
+
 def _serve(config: Config, args: argparse.Namespace) -> int:
     from workbench.serving import front
     from workbench.serving.gunicorn_app import run_server
+    from workbench.telemetry import exporter
 
     overrides: dict[str, Any] = {}
     if args.host:
@@ -112,6 +133,7 @@ def _serve(config: Config, args: argparse.Namespace) -> int:
         print(f"workbench: configuration error: {exc}", file=sys.stderr)
         return 2
     _try_init_indices(config)
+    exporter.serve(config)
     if haproxy:
         return front.run(config, haproxy)
     run_server(config)
@@ -119,8 +141,13 @@ def _serve(config: Config, args: argparse.Namespace) -> int:
 
 
 def _worker(config: Config, args: argparse.Namespace) -> int:
+    from workbench.jobs.supervisor import SUPERVISOR_ENV
+    from workbench.telemetry import exporter
+
     if args.concurrency:
         config = config.with_overrides(worker_concurrency=args.concurrency)
+    if not os.environ.get(SUPERVISOR_ENV):  # a supervised consumer's supervisor listens
+        exporter.serve(config)
     if not args.no_supervise:
         return _supervise(config)
     return _consume(config)
@@ -189,9 +216,11 @@ def _scheduler(config: Config, _: argparse.Namespace) -> int:
     from workbench.experiments.scheduling import Scheduler
     from workbench.jobs.celery_app import configure
     from workbench.services import Services
+    from workbench.telemetry import exporter
 
     _try_init_indices(config)
     configure(config)
+    exporter.serve(config)
     log.info("scheduler started (every %gs)", config.scheduler_interval)
     Scheduler(Services(config)).run_forever(config.scheduler_interval)
     return 0

@@ -35,6 +35,8 @@ LOAD_THREADS = 4
 class RunTimedOut(JobFailed):
     """A scheduled run went past ``scheduled_experiments_timeout``."""
 
+    ending = "timeout"
+
 
 def stable_id(*parts: str) -> str:
     """The same inputs always name the same document, so a re-run overwrites instead of adding.

@@ -20,6 +20,7 @@ from workbench.jobs.control import Cancelled, JobControl
 from workbench.services import Services
 from workbench.store.indices import EVALUATION_INDEX, EXPERIMENT_INDEX, VARIANT_INDEX
 from workbench.store.repository import Repository, now_iso
+from workbench.telemetry import instruments
 
 log = logging.getLogger(__name__)
 
@@ -78,6 +79,7 @@ def run(svc: Services, experiment_id: str) -> None:
                  experiment_id)
         return
     experiment = hit["_source"]
+    instruments.note_job_type(experiment.get("type"))
     control = JobControl(svc, EXPERIMENT_INDEX, hit, "pairs", in_metadata=False)
     control.check()  # cancelled while queued (or while waiting for its judgments)
     # The inputs are read whole at once, judgments included, and the judgments' states checked

@@ -27,6 +27,7 @@ from workbench.schemas.schedules import PARSE_ERROR as PARSE_ERROR  # where test
 from workbench.services import Services
 from workbench.store.indices import EXPERIMENT_INDEX, HISTORY_INDEX, JOBS_INDEX
 from workbench.store.repository import Repository, new_id, now_iso
+from workbench.telemetry import instruments
 
 log = logging.getLogger(__name__)
 
@@ -135,6 +136,7 @@ def run_history(svc: Services, history_id: str) -> None:
     if history is None or history.get("status") != "PROCESSING":
         return
     experiment = Repository(svc.client, EXPERIMENT_INDEX).get_source(history["experimentId"])
+    instruments.note_job_type((experiment or {}).get("type"))
     if experiment is None:
         Repository(svc.client, JOBS_INDEX).delete(history["jobId"])
         raise JobFailed(f"Experiment [{history['experimentId']}] no longer exists; its "

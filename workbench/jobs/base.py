@@ -19,6 +19,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
 from collections.abc import Callable
@@ -26,7 +27,7 @@ from typing import Any
 
 import redis
 from celery import Task
-from celery.exceptions import Retry
+from celery.exceptions import Retry, SoftTimeLimitExceeded
 from opensearchpy.exceptions import ConnectionError as OpenSearchConnectionError
 from opensearchpy.exceptions import ConnectionTimeout, TransportError
 from tenacity import RetryCallState, Retrying, retry_if_exception, wait_exponential
@@ -36,6 +37,8 @@ from workbench.jobs import leases
 from workbench.jobs.celery_app import current_config, worker_client, worker_services
 from workbench.store.identity import Identity, acting_as, service_identity
 from workbench.store.repository import Repository
+from workbench.telemetry import instruments
+from workbench.telemetry.logs import job_context
 
 log = logging.getLogger(__name__)
 
@@ -120,6 +123,8 @@ class JobFailed(Exception):
 
     #: how its ending is logged (a user's cancel is INFO)
     log_level = logging.WARNING
+    #: its ending in the job metrics (``telemetry.instruments``)
+    ending = "error"
 
     def __init__(self, reason: str, metadata: dict[str, Any] | None = None) -> None:
         super().__init__(reason)
@@ -167,6 +172,16 @@ class WorkbenchTask(Task):
     outage_budget: float | None = None
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        """Run the job with its log fields (``telemetry.logs.job_context``)."""
+        entity_id = self.log_entity(args, kwargs)
+        with job_context(instruments.job_kind(self.name), str(entity_id or ""), self.request.id):
+            return self._call_leased(args, kwargs)
+
+    def log_entity(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        """The entity id a log line of this job names."""
+        return args[0] if args else kwargs.get("entity_id")
+
+    def _call_leased(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         """Run the job under its lease, as the identity it was created for (``store.identity``).
         Another worker's live lease means the job is running there: this delivery does nothing
         (its message is acknowledged)."""
@@ -183,9 +198,22 @@ class WorkbenchTask(Task):
                             type(exc).__name__)
                 lease = None
         requeued = False
+        metered = instruments.job_run(instruments.job_kind(self.name)) \
+            if self.status_index and entity_id else contextlib.nullcontext({"ending": ""})
         try:
-            return wait_out(lambda: self._run_once(args, kwargs), self.budget(),
-                            f"{self.name} for {entity_id}")
+            with metered as run:
+                try:
+                    return wait_out(lambda: self._run_once(args, kwargs), self.budget(),
+                                    f"{self.name} for {entity_id}")
+                except Retry:
+                    run["ending"] = ""  # queued again: not an ending
+                    raise
+                except JobFailed as exc:
+                    run["ending"] = exc.ending
+                    raise
+                except SoftTimeLimitExceeded:
+                    run["ending"] = "timeout"
+                    raise
         except Retry:
             requeued = True
             raise

@@ -59,6 +59,7 @@ class Cancelled(JobFailed):
     """The job stopped because it was cancelled (or its document went away)."""
 
     log_level = logging.INFO
+    ending = "cancelled"
 
     def __init__(self, metadata: dict[str, Any] | None = None) -> None:
         super().__init__(CANCEL_REASON, metadata)

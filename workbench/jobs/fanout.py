@@ -52,6 +52,7 @@ from workbench.jobs.supervisor import read_all
 from workbench.redis_keys import FANOUT_PARTS, fanout_key, lease_key
 from workbench.services import Services
 from workbench.store.identity import carry, current
+from workbench.telemetry import instruments
 
 log = logging.getLogger(__name__)
 
@@ -372,6 +373,7 @@ def reclaim_dead(r: redis.Redis, keys: Keys) -> int:
             r.eval(_GIVE_BACK, 2, keys.taken, keys.todo, _text(number), holder, KEY_TTL)
             count += 1
     if count:
+        instruments.LEASE_RECOVERIES.labels("split_unit").inc(count)
         log.info("run %s: %d unit(s) of dead processes of this host put back in line",
                  keys.run, count)
     return count

@@ -35,7 +35,14 @@ from typing import Any
 
 import redis
 
-from workbench.redis_keys import attempts_key, lease_key, queued_key
+from workbench.redis_keys import (
+    QUEUED_SINCE_KEY,
+    attempts_key,
+    lease_key,
+    queued_key,
+    queued_member,
+)
+from workbench.telemetry import instruments
 
 log = logging.getLogger(__name__)
 
@@ -122,14 +129,18 @@ class Lease:
                 break
             current = self.redis.get(self.key)
             if holder_is_dead(current) and current is not None:
-                release_if(self.redis, self.key, current)
+                if release_if(self.redis, self.key, current):
+                    instruments.LEASE_RECOVERIES.labels("job").inc()
                 continue
             if time.monotonic() >= deadline:
                 log.info("%s for %s: lease held by %r; another worker runs it", self.task,
                          self.entity_id, current)
                 return False
             time.sleep(0.2)
-        self.redis.delete(queued_key(self.task, self.entity_id))
+        pipe = self.redis.pipeline(transaction=False)
+        pipe.delete(queued_key(self.task, self.entity_id))
+        pipe.zrem(QUEUED_SINCE_KEY, queued_member(self.task, self.entity_id))
+        pipe.execute()
         self._thread = threading.Thread(target=self._beat, name="job-lease", daemon=True)
         self._thread.start()
         return True
@@ -152,13 +163,21 @@ class Lease:
             self._thread.join(5)
         try:
             if requeued:
-                self.redis.set(queued_key(self.task, self.entity_id), "retry")
+                mark_queued(self.redis, self.task, self.entity_id, "retry")
             else:
                 self.redis.delete(attempts_key(self.task, self.entity_id))
             release_if(self.redis, self.key, self.value)
         except redis.exceptions.RedisError as exc:
             log.warning("could not release the lease of %s: %s", self.entity_id,
                         type(exc).__name__)
+
+
+def mark_queued(r: redis.Redis, task: str, entity_id: str, value: str) -> None:
+    """Write the queued marker, and when the job was queued for the queue-age metric."""
+    pipe = r.pipeline(transaction=False)
+    pipe.set(queued_key(task, entity_id), value)
+    pipe.zadd(QUEUED_SINCE_KEY, {queued_member(task, entity_id): time.time()})
+    pipe.execute()
 
 
 def state(r: redis.Redis, task: str, entity_id: str) -> tuple[Any, Any]:

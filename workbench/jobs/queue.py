@@ -13,6 +13,7 @@ from redis.exceptions import RedisError
 from workbench.errors import WorkbenchError
 from workbench.jobs import leases
 from workbench.jobs.celery_app import celery_app, current_config
+from workbench.telemetry import instruments
 
 log = logging.getLogger(__name__)
 
@@ -32,16 +33,16 @@ def _redis(url: str) -> redis.Redis:
     return redis.Redis.from_url(url, socket_timeout=5, socket_connect_timeout=2)
 
 
-def enqueue(task_name: str, entity_id: str) -> None:
+def enqueue(task_name: str, entity_id: str, entity_type: str = "") -> None:
     """Queue ``task_name(entity_id)``; a broker that cannot be reached is a 503. Callers undo
     what they wrote for the job, so nothing is left waiting for a job that was never queued.
 
     The queued marker (``jobs.leases``) is written first: the sweeper re-queues an entity whose
-    marker and lease are both missing."""
+    marker and lease are both missing. ``entity_type`` labels the metrics."""
     marker = leases.queued_key(task_name, entity_id)
     r = _redis(current_config().redis_url)
     try:
-        r.set(marker, "queued")
+        leases.mark_queued(r, task_name, entity_id, "queued")
         celery_app.send_task(task_name, args=[entity_id], task_id=f"{task_name}:{entity_id}",
                              retry=True, retry_policy=RETRY_POLICY)
     except (OperationalError, OSError, RedisError) as exc:
@@ -50,3 +51,4 @@ def enqueue(task_name: str, entity_id: str) -> None:
             r.delete(marker)
         raise QueueUnavailable(
             "The job queue (Redis) cannot be reached; the job was not started") from exc
+    instruments.JOBS_CREATED.labels(instruments.job_kind(task_name), entity_type).inc()

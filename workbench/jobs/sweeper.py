@@ -41,6 +41,7 @@ from workbench.store.indices import (
     JUDGMENT_INDEX,
 )
 from workbench.store.repository import Repository
+from workbench.telemetry import instruments
 
 log = logging.getLogger(__name__)
 
@@ -167,6 +168,7 @@ def _check(client: OpenSearch, r: redis.Redis, index: str, script: str, status_f
         log.warning("%s %s lost its %s; queued again (re-run %d of %d)", task, entity_id, lost,
                     attempts, max_attempts)
         enqueue(task, entity_id)
+        instruments.SWEEPER_ACTIONS.labels("requeued").inc()
         counts["requeued"] += 1
         return
     reason = (f"the job was lost {attempts} times (its worker died or its queued message was "
@@ -178,6 +180,7 @@ def _check(client: OpenSearch, r: redis.Redis, index: str, script: str, status_f
          "script": {"source": guarded, "params": {"reason": reason, "status": status}}})
     if answer.get("updated"):
         log.error("%s %s: %s", task, entity_id, reason)
+        instruments.SWEEPER_ACTIONS.labels("failed").inc()
         counts["failed"] += 1
 
 

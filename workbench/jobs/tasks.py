@@ -22,6 +22,9 @@ class HelperTask(WorkbenchTask):
 
     abstract = True
 
+    def log_entity(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        return args[1] if len(args) > 1 else kwargs.get("entity_id")
+
     def job_identity(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Identity:
         service = service_identity(worker_services().config)
         user = args[3] if len(args) > 3 else None

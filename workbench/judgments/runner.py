@@ -22,6 +22,7 @@ from workbench.judgments.llm import generation as llm_generation
 from workbench.services import Services
 from workbench.store.indices import JUDGMENT_INDEX
 from workbench.store.repository import Repository
+from workbench.telemetry import instruments
 
 log = logging.getLogger(__name__)
 
@@ -43,6 +44,7 @@ def generate(svc: Services, judgment_id: str) -> None:
         log.info("judgment %s is not PROCESSING (deleted or done); nothing to do", judgment_id)
         return
     doc = hit["_source"]
+    instruments.note_job_type(doc.get("type"))
     control = JobControl(svc, JUDGMENT_INDEX, hit, "queries", in_metadata=True)
     control.check()  # cancelled while queued
     if doc["type"] in EVENTS:  # the plugin's counters know only its own three types
@@ -80,6 +82,7 @@ def retry(svc: Services, judgment_id: str) -> None:
     if hit is None or hit["_source"].get("status") != "RETRYING":
         log.info("judgment %s is not RETRYING; nothing to do", judgment_id)
         return
+    instruments.note_job_type(hit["_source"].get("type"))
     control = JobControl(svc, JUDGMENT_INDEX, hit, "queries", in_metadata=True)
     control.check()
     with keeping_usage(control):

@@ -8,6 +8,7 @@ backs off the same way and a job sees a single outcome per logical call.
 from __future__ import annotations
 
 import email.utils
+import functools
 import json
 import logging
 import math
@@ -22,6 +23,8 @@ from tenacity import RetryCallState, Retrying, retry_if_exception_type, stop_aft
 
 from workbench.llm import deadline
 from workbench.llm.endpoints import EndpointRefused
+from workbench.llm.pricing import pricing_of
+from workbench.telemetry import instruments
 from workbench.telemetry.logs import redact
 
 if TYPE_CHECKING:
@@ -129,6 +132,31 @@ class ModelUnusable(LLMError):
 
     def __reduce__(self) -> Any:
         return (ModelUnusable, (self.model_id, self.reason))
+
+
+_Chat = TypeVar("_Chat", bound=Callable[..., "ChatResult"])
+
+
+def metered(chat: _Chat) -> _Chat:
+    """Count a provider's calls in the operator metrics (``telemetry.instruments``): outcome,
+    time, tokens and, for a priced model, cost. A model id the provider does not know
+    (``known_model`` False) is counted as ``unknown``, so a mistyped id adds no label."""
+    @functools.wraps(chat)
+    def counted(self: Any, request: ChatRequest) -> ChatResult:
+        started = time.monotonic()
+        try:
+            result = chat(self, request)
+        except Exception as exc:
+            label = self.model_id if getattr(exc, "known_model", True) else "unknown"
+            instruments.count_llm_call(label, time.monotonic() - started, None, None)
+            raise
+        pricing = pricing_of(self)
+        cost = pricing.cost(result.input_tokens, result.output_tokens) if pricing else None
+        instruments.count_llm_call(self.model_id, time.monotonic() - started,
+                                   (result.input_tokens, result.output_tokens), cost)
+        return result
+
+    return counted  # type: ignore[return-value]
 
 
 class ChatModel(Protocol):

@@ -22,6 +22,7 @@ from workbench.llm.base import (
     Transient,
     call_with_retries,
     estimate_tokens,
+    metered,
     result_with_usage,
     scrub,
 )
@@ -97,6 +98,7 @@ class BedrockChatModel:
                 )
             return self._client
 
+    @metered
     def chat(self, request: ChatRequest) -> ChatResult:
         """One Converse call, retried on throttling, 5xx and timeouts; LLMError on failure."""
         kwargs: dict[str, Any] = {

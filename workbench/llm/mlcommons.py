@@ -27,6 +27,7 @@ from workbench.llm.base import (
     error_detail,
     json_escape,
     messages_string,
+    metered,
     parse_json_body,
     post_json,
     result_with_usage,
@@ -105,6 +106,8 @@ class UnknownModel(LLMError):
     """The model id names neither a registered model nor an ML Commons model of the cluster:
     the caller's mistake, not a failing LLM."""
 
+    known_model = False
+
 
 class MLCommonsModel:
     """``POST /_plugins/_ml/models/<id>/_predict`` on the fronted cluster, with its credentials.
@@ -135,6 +138,7 @@ class MLCommonsModel:
         # One pool for every thread of the job; urllib3's PoolManager is thread-safe.
         self._pool = urllib3.PoolManager(**kwargs)
 
+    @metered
     def chat(self, request: ChatRequest) -> ChatResult:
         """One _predict call, retried on 429/5xx/timeouts; LLMError on failure."""
         payload = {"parameters": predict_parameters(request)}

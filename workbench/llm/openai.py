@@ -22,6 +22,7 @@ from workbench.llm.base import (
     call_with_retries,
     check_status,
     estimate_tokens,
+    metered,
     parse_json_body,
     post_json,
     result_with_usage,
@@ -110,6 +111,7 @@ class OpenAIChatModel:
             return {"api-key": key}
         return {"Authorization": f"Bearer {key}"}
 
+    @metered
     def chat(self, request: ChatRequest) -> ChatResult:
         """One chat completion, retried on 429/5xx/timeouts; LLMError on failure."""
         key = self._api_key()

@@ -13,6 +13,7 @@ from gunicorn.http.parser import RequestParser
 
 from workbench.config import Config
 from workbench.serving.request_target import fix_request_line
+from workbench.telemetry.logs import formatter
 
 
 class AccessLogger(Logger):
@@ -26,6 +27,16 @@ class AccessLogger(Logger):
 
     _FORMAT = AccessLogFormat.default
     _stamp: tuple[int, str] = (-1, "")
+    #: WORKBENCH_LOG_FORMAT, set before gunicorn builds its logger
+    log_format = "text"
+
+    def setup(self, cfg: Any) -> None:
+        """Gunicorn's handlers; with the JSON format, its lines are JSON objects too, so a log
+        shipper reads one format from the whole process."""
+        super().setup(cfg)
+        if self.log_format == "json":
+            for handler in [*self.error_log.handlers, *self.access_log.handlers]:
+                handler.setFormatter(formatter("json"))
 
     def atoms(self, resp: Any, req: Any, environ: dict[str, Any], request_time: Any
               ) -> dict[str, Any]:
@@ -73,6 +84,7 @@ class WorkbenchServer(BaseApplication):
 
     def load_config(self) -> None:
         config = self.workbench_config
+        AccessLogger.log_format = config.log_format
         options: dict[str, Any] = {
             "bind": f"{config.host}:{config.port}",
             "workers": config.web_workers,

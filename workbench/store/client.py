@@ -10,15 +10,17 @@ from __future__ import annotations
 
 import logging
 import re
+import time
 from typing import Any
 
 from opensearchpy import OpenSearch, Urllib3HttpConnection
 from opensearchpy.exceptions import ConnectionError as OpenSearchConnectionError
-from opensearchpy.exceptions import ConnectionTimeout
+from opensearchpy.exceptions import ConnectionTimeout, TransportError
 from urllib3.exceptions import ConnectTimeoutError, NewConnectionError
 
 from workbench.config import Config
 from workbench.store.identity import ClusterAuth, Identity
+from workbench.telemetry import instruments
 
 log = logging.getLogger(__name__)
 
@@ -74,14 +76,24 @@ class FailoverConnection(Urllib3HttpConnection):
                     duration, _reason(exception))
 
     def perform_request(self, method: str, url: str, *args: Any, **kwargs: Any) -> Any:
+        started = time.monotonic()
+        outcome = "ok"
         try:
             return super().perform_request(method, url, *args, **kwargs)
         except ConnectionTimeout:
+            outcome = "timeout"
             raise  # no answer in time: not retried, as before
         except OpenSearchConnectionError as exc:
+            outcome = "unreachable"
             if _not_sent(exc.info) or method in ("GET", "HEAD") or _READS.search(url):
                 raise
             raise InFlightLost("N/A", str(exc), exc.info) from exc
+        except TransportError as exc:
+            status = exc.status_code if isinstance(exc.status_code, int) else None
+            outcome = instruments.opensearch_outcome(status)
+            raise
+        finally:
+            instruments.count_opensearch("client", outcome, time.monotonic() - started)
 
 
 def pool_size(config: Config) -> int:

@@ -7,6 +7,7 @@ uses one urllib3 connection pool per process instead.
 from __future__ import annotations
 
 import ssl
+import time
 from collections.abc import Iterable, Iterator
 from typing import IO
 from urllib.parse import urlsplit
@@ -22,6 +23,7 @@ from urllib3.exceptions import (
 from workbench.config import Config
 from workbench.errors import ClusterTimeout, ClusterUnavailable
 from workbench.store.nodes import Nodes
+from workbench.telemetry import instruments
 
 CHUNK = 64 * 1024
 
@@ -116,6 +118,21 @@ class Upstream:
             out["Content-Length"] = str(content_length)
         elif body is not None:
             chunked = True
+        started = time.monotonic()
+        outcome = "unreachable"
+        try:
+            response = self._send(method, target, body, out, chunked)
+            outcome = instruments.opensearch_outcome(response.status)
+            return response
+        except ClusterTimeout:
+            outcome = "timeout"
+            raise
+        finally:
+            instruments.count_opensearch("passthrough", outcome, time.monotonic() - started)
+
+    def _send(self, method: str, target: str, body: IO[bytes] | Iterator[bytes] | bytes | None,
+              out: urllib3.HTTPHeaderDict, chunked: bool) -> urllib3.BaseHTTPResponse:
+        """The request to the first node that takes it."""
         refused: Exception | None = None
         for url in self.nodes.order():
             try:

@@ -1,4 +1,7 @@
-"""Logging set-up, with a filter that masks credentials wherever they would appear.
+"""Logging set-up, with a filter that masks credentials wherever they would appear, in two
+formats: ``text`` (one line, for people) and ``json`` (one object per line, for log shippers,
+written by python-json-logger), chosen by ``WORKBENCH_LOG_FORMAT``. A line logged while a job
+runs carries the job's kind, entity id and task id (``job_context``): as fields in JSON.
 
 Every pattern runs in linear time (a literal start, possessive quantifiers) and a message is cut
 to ``MAX_MESSAGE_CHARS`` before it is redacted, so a request value of any length costs the filter
@@ -7,8 +10,14 @@ a bounded amount of work (a quadratic pattern once let one long value hang an AP
 
 from __future__ import annotations
 
+import contextvars
 import logging
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from pythonjsonlogger.json import JsonFormatter
 
 MAX_MESSAGE_CHARS = 8_192
 MAX_TRACEBACK_CHARS = 32_768
@@ -57,16 +66,57 @@ class RedactingFilter(logging.Filter):
         return True
 
 
-def setup_logging(level: str) -> None:
+#: the job this context runs: ``job``, ``entity_id``, ``task_id``
+_job: contextvars.ContextVar[tuple[tuple[str, str], ...]] = contextvars.ContextVar(
+    "workbench_log_job", default=())
+TEXT_FORMAT = "%(asctime)s %(levelname)s [%(process)d] %(name)s: %(message)s"
+JSON_FIELDS = ("asctime", "levelname", "name", "process", "message")
+
+
+@contextmanager
+def job_context(job: str, entity_id: str, task_id: str | None) -> Iterator[None]:
+    """Tag every line logged in this context with the job it belongs to."""
+    token = _job.set((("job", job), ("entity_id", entity_id), ("task_id", task_id or "")))
+    try:
+        yield
+    finally:
+        _job.reset(token)
+
+
+class JobFields(logging.Filter):
+    """Adds the running job's fields to a record (empty outside a job)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        for key, value in _job.get():
+            setattr(record, key, value)
+        return True
+
+
+class RedactedJsonFormatter(JsonFormatter):
+    """One JSON object per line; the traceback, which python-json-logger formats again from the
+    exception, is redacted as the text format's is."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(list(JSON_FIELDS), rename_fields={"asctime": "time", "levelname": "level",
+                                                           "name": "logger"}, **kwargs)
+
+    def formatException(self, ei: Any) -> str:
+        return redact(truncate(str(super().formatException(ei)), MAX_TRACEBACK_CHARS))
+
+
+def formatter(fmt: str) -> logging.Formatter:
+    return RedactedJsonFormatter() if fmt == "json" else logging.Formatter(TEXT_FORMAT)
+
+
+def setup_logging(level: str, fmt: str = "text") -> None:
     """Configure the root logger once per process."""
     root = logging.getLogger()
     if not any(isinstance(h, logging.StreamHandler) and getattr(h, "_workbench", False)
                for h in root.handlers):
         handler = logging.StreamHandler()
         handler._workbench = True  # type: ignore[attr-defined]
-        handler.setFormatter(
-            logging.Formatter("%(asctime)s %(levelname)s [%(process)d] %(name)s: %(message)s")
-        )
+        handler.setFormatter(formatter(fmt))
+        handler.addFilter(JobFields())
         handler.addFilter(RedactingFilter())
         root.addHandler(handler)
     root.setLevel(level.upper())

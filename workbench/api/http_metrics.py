@@ -1,0 +1,61 @@
+"""Counts every API request by route template and status, and times it to the end of its body.
+
+A WSGI layer outside everything else (``FastPassThrough`` included), not a Flask hook: a request
+hook would turn the fast pass-through off, and the pass-through's answers stream, so the time
+that matters ends when the last byte is sent. The route is the Flask rule that matched
+(``/_plugins/_search_relevance/judgments/<judgment_id>``), ``passthrough`` for what goes to the
+cluster, ``unmatched`` for a request no rule took: a bounded label set, never a path.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from werkzeug.wsgi import ClosingIterator
+
+from workbench.telemetry import instruments
+
+PASSTHROUGH = "passthrough"
+_PASSTHROUGH_RULES = {"/", "/<everything:path>"}
+_METHODS = {"GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS"}
+
+
+class MeteredApp:
+    def __init__(self, wsgi_app: Callable[..., Iterable[bytes]]) -> None:
+        self.wsgi_app = wsgi_app
+
+    def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]
+                 ) -> Iterable[bytes]:
+        started = time.monotonic()
+        seen: list[str] = []
+
+        def start(status: str, headers: list[tuple[str, str]], *rest: Any) -> Any:
+            seen.append(status.split(" ", 1)[0])
+            return start_response(status, headers, *rest)
+
+        def done() -> None:
+            method = environ.get("REQUEST_METHOD", "")
+            method = method if method in _METHODS else "other"
+            route = route_of(environ)
+            instruments.HTTP_REQUESTS.labels(method, route, seen[0] if seen else "500").inc()
+            instruments.HTTP_DURATION.labels(method, route).observe(time.monotonic() - started)
+
+        try:
+            body = self.wsgi_app(environ, start)
+        except BaseException:
+            done()
+            raise
+        return ClosingIterator(body, [done])
+
+
+def route_of(environ: dict[str, Any]) -> str:
+    """The rule of the Flask request this environ carried, else the fast pass-through's."""
+    request = environ.get("werkzeug.request")
+    if request is None:
+        return PASSTHROUGH  # FastPassThrough answered without a Flask request
+    rule = getattr(request, "url_rule", None)
+    if rule is None:
+        return "unmatched"
+    return PASSTHROUGH if rule.rule in _PASSTHROUGH_RULES else str(rule.rule)
