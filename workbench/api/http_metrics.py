@@ -32,14 +32,15 @@ class MeteredApp:
         seen: list[str] = []
 
         def start(status: str, headers: list[tuple[str, str]], *rest: Any) -> Any:
-            seen.append(status.split(" ", 1)[0])
+            # Flask's request is still in the environ here; it is gone once the app returns.
+            seen[:] = [status.split(" ", 1)[0], route_of(environ)]
             return start_response(status, headers, *rest)
 
         def done() -> None:
             method = environ.get("REQUEST_METHOD", "")
             method = method if method in _METHODS else "other"
-            route = route_of(environ)
-            instruments.HTTP_REQUESTS.labels(method, route, seen[0] if seen else "500").inc()
+            status, route = seen if seen else ("500", "unmatched")
+            instruments.HTTP_REQUESTS.labels(method, route, status).inc()
             instruments.HTTP_DURATION.labels(method, route).observe(time.monotonic() - started)
 
         try:
@@ -51,7 +52,7 @@ class MeteredApp:
 
 
 def route_of(environ: dict[str, Any]) -> str:
-    """The rule of the Flask request this environ carried, else the fast pass-through's."""
+    """The rule of the Flask request this environ carries, else the fast pass-through's."""
     request = environ.get("werkzeug.request")
     if request is None:
         return PASSTHROUGH  # FastPassThrough answered without a Flask request

@@ -200,6 +200,8 @@ def _consume(config: Config) -> int:
 
     app.worker_main(
         [
+            # No start-up banner (plain text on stdout) among JSON lines.
+            *(["--quiet"] if config.log_format == "json" else []),
             "worker",
             "--loglevel", config.log_level,
             "--concurrency", str(config.worker_concurrency),

@@ -38,7 +38,6 @@ from workbench.jobs.celery_app import current_config, worker_client, worker_serv
 from workbench.store.identity import Identity, acting_as, service_identity
 from workbench.store.repository import Repository
 from workbench.telemetry import instruments
-from workbench.telemetry.logs import job_context
 
 log = logging.getLogger(__name__)
 
@@ -171,17 +170,11 @@ class WorkbenchTask(Task):
     #: seconds to wait out an outage; None: ``WORKBENCH_OUTAGE_BUDGET``
     outage_budget: float | None = None
 
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        """Run the job with its log fields (``telemetry.logs.job_context``)."""
-        entity_id = self.log_entity(args, kwargs)
-        with job_context(instruments.job_kind(self.name), str(entity_id or ""), self.request.id):
-            return self._call_leased(args, kwargs)
-
     def log_entity(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        """The entity id a log line of this job names."""
+        """The entity id this job's log lines name (``telemetry.logs.JobFields``)."""
         return args[0] if args else kwargs.get("entity_id")
 
-    def _call_leased(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
         """Run the job under its lease, as the identity it was created for (``store.identity``).
         Another worker's live lease means the job is running there: this delivery does nothing
         (its message is acknowledged)."""

@@ -1,7 +1,7 @@
 """Logging set-up, with a filter that masks credentials wherever they would appear, in two
 formats: ``text`` (one line, for people) and ``json`` (one object per line, for log shippers,
 written by python-json-logger), chosen by ``WORKBENCH_LOG_FORMAT``. A line logged while a job
-runs carries the job's kind, entity id and task id (``job_context``): as fields in JSON.
+runs carries the job's kind, entity id and task id (``JobFields``): as fields in JSON.
 
 Every pattern runs in linear time (a literal start, possessive quantifiers) and a message is cut
 to ``MAX_MESSAGE_CHARS`` before it is redacted, so a request value of any length costs the filter
@@ -10,11 +10,9 @@ a bounded amount of work (a quadratic pattern once let one long value hang an AP
 
 from __future__ import annotations
 
-import contextvars
 import logging
 import re
-from collections.abc import Iterator
-from contextlib import contextmanager
+import sys
 from typing import Any
 
 from pythonjsonlogger.json import JsonFormatter
@@ -66,29 +64,32 @@ class RedactingFilter(logging.Filter):
         return True
 
 
-#: the job this context runs: ``job``, ``entity_id``, ``task_id``
-_job: contextvars.ContextVar[tuple[tuple[str, str], ...]] = contextvars.ContextVar(
-    "workbench_log_job", default=())
 TEXT_FORMAT = "%(asctime)s %(levelname)s [%(process)d] %(name)s: %(message)s"
 JSON_FIELDS = ("asctime", "levelname", "name", "process", "message")
 
 
-@contextmanager
-def job_context(job: str, entity_id: str, task_id: str | None) -> Iterator[None]:
-    """Tag every line logged in this context with the job it belongs to."""
-    token = _job.set((("job", job), ("entity_id", entity_id), ("task_id", task_id or "")))
-    try:
-        yield
-    finally:
-        _job.reset(token)
-
-
 class JobFields(logging.Filter):
-    """Adds the running job's fields to a record (empty outside a job)."""
+    """Adds the fields of the Celery task running in this thread, if any: ``job`` (its kind,
+    ``instruments.job_kind``), ``entity_id`` (what the task's ``log_entity`` names) and
+    ``task_id``. Celery's own lines about the task (its success, its failure) are logged while
+    it is still current, so they carry them too."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        for key, value in _job.get():
-            setattr(record, key, value)
+        state = sys.modules.get("celery._state")  # no Celery in this process: no task
+        task = state.get_current_task() if state is not None else None
+        request = getattr(task, "request", None)
+        if task is None or request is None or request.id is None:
+            return True
+        # Imported here: importing prometheus-client before ``exporter.enable`` would keep
+        # this process's samples out of the shared files.
+        from workbench.telemetry.instruments import job_kind
+
+        record.job = job_kind(task.name)
+        record.task_id = request.id
+        name_entity = getattr(task, "log_entity", None)
+        args, kwargs = tuple(request.args or ()), dict(request.kwargs or {})
+        entity = name_entity(args, kwargs) if name_entity else (args[0] if args else None)
+        record.entity_id = "" if entity is None else str(entity)
         return True
 
 
