@@ -363,6 +363,25 @@ def test_an_llm_failure_ends_the_job_error(api: Api, llm: LLMServer, worker: Wor
     assert done["error"].startswith(f"queries[0]: LLM [{JUDGE_MODEL}] failed:"), done
 
 
+def test_a_failed_batch_job_keeps_what_its_judged_entries_cost(
+        api: Api, llm: LLMServer, worker: Worker) -> None:
+    """One entry names a model no one knows; the others are judged by the stand-in, one call
+    each: the ERROR keeps those calls and their tokens in ``usage``."""
+    run = uuid.uuid4().hex
+    entries = [{"query": {"inputs": {"text": "x"}}, "modelId": f"nope-{run[:6]}",
+                "hits": [{"id": "x", "text": "x"}]},
+               *({"query": {"inputs": {"text": f"item {n}"}},
+                  "hits": [{"id": f"{run}-{n}", "text": f"item {n}"}]} for n in range(LIMIT))]
+    reply = api.srw("POST", "/_evaluate/_batch", {"modelId": JUDGE_MODEL, "queries": entries})
+    assert reply.status == 202, reply.data
+    done = wait_batch(api, reply.json["id"])
+    assert done["status"] == "ERROR" and "result" not in done, done
+    assert done["error"].startswith("queries[0]: "), done
+    usage = done["usage"]
+    assert usage["llmCalls"] == LIMIT == llm.calls, (usage, llm.calls)
+    assert usage["inputTokens"] > 0 and usage["outputTokens"] > 0
+
+
 def test_a_running_batch_is_not_deleted(api: Api, direct: OpenSearch) -> None:
     """Its job would write it back when it ends: a 409 until then."""
     batch_id = f"running-{uuid.uuid4().hex}"

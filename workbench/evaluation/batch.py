@@ -60,10 +60,13 @@ class EntryFailed(Exception):
     """Entry ``position`` failed with ``cause``; the API answers as for ``cause`` alone, with
     the entry named in the reason."""
 
-    def __init__(self, position: int, cause: Exception) -> None:
+    def __init__(self, position: int, cause: Exception,
+                 usage: dict[str, Any] | None = None) -> None:
         super().__init__(f"queries[{position}]: {cause}")
         self.position = position
         self.cause = cause
+        #: what the entries that were judged cost (a failed batch job keeps it)
+        self.usage = usage
 
 
 def located(position: int, message: str) -> str:
@@ -153,11 +156,11 @@ def run(svc: Services, entries: list[Entry],
         finished = sum(1 for o in outcomes if not isinstance(o, Exception))
         late[0].deadline.progress = f"{finished} of {len(entries)} evaluations were complete"
         raise late[0].refresh()
-    done: list[Evaluated] = []
+    done = [o for o in outcomes if not isinstance(o, Exception)]
     for entry, outcome in zip(entries, outcomes, strict=True):
         if isinstance(outcome, Exception):
-            raise EntryFailed(entry.position, outcome) from outcome
-        done.append(outcome)
+            raise EntryFailed(entry.position, outcome,
+                              summed_usage(done, elapsed_ms)) from outcome
     results = [brief_shape.render(d, e.body) if e.brief else workbench_shape.render(d)
                for e, d in zip(entries, done, strict=True)]
     return {"results": results, "summary": summary(done, elapsed_ms)}
@@ -165,10 +168,7 @@ def run(svc: Services, entries: list[Entry],
 
 def summary(done: list[Evaluated], elapsed_ms: float) -> dict[str, Any]:
     """Query count, mean metrics and summed usage (with the batch's wall-clock latency)."""
-    usage = Usage()
-    for one in done:
-        usage.add(one.usage)
-    usage.latency_ms = elapsed_ms
+    usage = summed_usage(done, elapsed_ms)
     values: dict[str, list[float]] = {}
     for one in done:
         for name, value in brief_shape.metrics(one).items():
@@ -178,7 +178,16 @@ def summary(done: list[Evaluated], elapsed_ms: float) -> dict[str, Any]:
         if name in common:
             values[name] = [one.metrics[name] for one in done]
     means = {name: mean(v) for name, v in values.items()}
-    return {"queries": len(done), "metrics": means, "usage": usage.as_dict()}
+    return {"queries": len(done), "metrics": means, "usage": usage}
+
+
+def summed_usage(done: list[Evaluated], elapsed_ms: float) -> dict[str, Any]:
+    """The usage of the judged entries together, with the batch's wall-clock latency."""
+    usage = Usage()
+    for one in done:
+        usage.add(one.usage)
+    usage.latency_ms = elapsed_ms
+    return usage.as_dict()
 
 
 def mean(values: list[Any]) -> float | None:

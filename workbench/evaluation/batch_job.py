@@ -86,7 +86,8 @@ def run(svc: Services, batch_id: str) -> None:
         if is_transient(cause):
             raise cause from None  # waited out by the job, like any outage
         reason = getattr(cause, "reason", None) or str(cause)
-        raise JobFailed(located(exc.position, str(reason))) from cause
+        kept = {"usage": exc.usage} if exc.usage is not None else {}
+        raise JobFailed(located(exc.position, str(reason)), kept) from cause
     repo.update_fields(batch_id, {"status": "COMPLETED", "finishedAt": now_iso(),
                                   "result": result})
 
@@ -94,5 +95,6 @@ def run(svc: Services, batch_id: str) -> None:
 def status(doc: dict[str, Any]) -> dict[str, Any]:
     """What ``GET _evaluate/_batch/{id}`` answers: status, count, times, and the result or
     the error once there is one."""
-    keys = ("id", "status", "queries", "timestamp", "finishedAt", "createdBy", "error", "result")
+    keys = ("id", "status", "queries", "timestamp", "finishedAt", "createdBy", "error", "usage",
+            "result")
     return {key: doc[key] for key in keys if key in doc}

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from workbench.evaluation import batch_job
-from workbench.jobs.base import WorkbenchTask
+from workbench.jobs.base import WorkbenchTask, extra_metadata
 from workbench.jobs.celery_app import celery_app, worker_services
 from workbench.store.indices import EVALUATE_BATCH_INDEX
 
@@ -15,7 +15,9 @@ class EvaluateBatchTask(WorkbenchTask):
     status_index = EVALUATE_BATCH_INDEX
 
     def error_fields(self, reason: str, exc: BaseException) -> dict[str, Any]:
-        return {"status": "ERROR", "error": reason}
+        """ERROR, the reason, and what the entries judged before the failure cost."""
+        usage = extra_metadata(exc).get("usage")
+        return {"status": "ERROR", "error": reason, **({"usage": usage} if usage else {})}
 
 
 @celery_app.task(name="workbench.evaluation.batch", base=EvaluateBatchTask)
