@@ -213,6 +213,10 @@ def test_cancel_stops_every_worker(crew: dict[str, Any], products: dict[str, Any
     # The units in flight on both workers finished before the job ended: their calls are all
     # in the progress it kept.
     assert done["metadata"]["progress"]["usage"]["llmCalls"] == calls - before
+    # ... and in its usage, tokens too: every unit done on either worker was paid for.
+    usage = done["metadata"]["usage"]
+    assert usage["llmCalls"] == calls - before
+    assert usage["inputTokens"] == done["metadata"]["progress"]["usage"]["inputTokens"] > 0
     time.sleep(2.5)
     assert llm.calls == calls  # no worker kept calling
 

@@ -461,6 +461,13 @@ def queue_helper(kind_name: str, entity_id: str, run: str) -> None:
     celery_app.send_task(HELPER_TASK, args=[kind_name, entity_id, run, user])
 
 
+def with_tally(exc: BaseException, run_tally: dict[str, int]) -> BaseException:
+    """``exc`` carrying the run's tally as ``run_tally``: what the units done anywhere spent,
+    for a caller that keeps a failed run's usage (``judgments.llm.split``)."""
+    exc.run_tally = run_tally  # type: ignore[attr-defined]
+    return exc
+
+
 def tally(r: redis.Redis, keys: Keys) -> dict[str, int]:
     """The run's tally so far (every unit done anywhere)."""
     return {_text(k): int(v) for k, v in r.hgetall(keys.tally).items()}
@@ -500,12 +507,13 @@ def spread(svc: Services, kind_name: str, entity_id: str, head: Any, payloads: S
     if first is not None and (is_transient(first) or not isinstance(first, Exception)):
         raise first  # waited out by the job: the run's keys stay for its next attempt
     out = results(r, keys, len(payloads))
+    done_tally = tally(r, keys)
     r.delete(*keys.all())  # merged or failed: a helper that comes late finds nothing
     failed = next((o for o in out if isinstance(o, dict) and "unitError" in o), None)
     if failed is not None:  # a unit failed for good, here or on another worker
-        raise UnitFailed(failed["unitError"])
+        raise with_tally(UnitFailed(failed["unitError"]), done_tally)
     if first is not None:
-        raise first
+        raise with_tally(first, done_tally)
     log.info("%s %s: %d units done in %.2f s", kind_name, entity_id, len(payloads),
              time.monotonic() - started)
     if any(o is None for o in out):
@@ -541,6 +549,7 @@ def _watch(crew: Crew, runner: threading.Thread, keys: Keys, weights: Sequence[i
             runner.join()
             _drain(crew, keys)
             cancelled = control.error()  # its progress reads the tally: before the keys go
+            with_tally(cancelled, tally(crew.redis, keys))
             crew.redis.delete(*keys.all())
             raise cancelled
         done = [int(k) for k in crew.redis.hkeys(keys.done)] if control.due() else None

@@ -55,8 +55,17 @@ def rate(svc: Services, judgment_id: str, judge: LlmRater, targets: list[Target]
         judge.budget = shared_budget(svc, judge, key)
     if control is not None:
         control.phase = "rating"
-    results = fanout.spread(svc, KIND, judgment_id, head, payloads, [1] * len(payloads), control,
-                            progress_tally=True)
+    try:
+        results = fanout.spread(svc, KIND, judgment_id, head, payloads, [1] * len(payloads),
+                                control, progress_tally=True)
+    except Exception as exc:
+        # Cancelled or failed: the units done anywhere were paid for; the job's ERROR keeps them
+        # (``runner.keeping_usage``).
+        done = getattr(exc, "run_tally", None) or {}
+        judge.usage.add(JobUsage(input_tokens=done.get("inputTokens", 0),
+                                 output_tokens=done.get("outputTokens", 0),
+                                 llm_calls=done.get("llmCalls", 0)))
+        raise
     outcomes = [Outcome() for _ in targets]
     for number, target in enumerate(targets):
         outcomes[number].sent = [d for d, _ in target.hits if d not in target.known]
