@@ -185,9 +185,32 @@ def _check_security_api(fence: Fence, localise: Callable[[str], str]) -> None:
             cluster.request("DELETE", path)
 
 
+def _check_prometheus_scrape(fence: Fence, localise: Callable[[str], str]) -> None:
+    """A Prometheus scrape job: each target's ``metrics_path`` answers the workbench's metrics
+    (the page's services listen there)."""
+    for job in yaml.safe_load(fence.text)["scrape_configs"]:
+        for static in job["static_configs"]:
+            for target in static["targets"]:
+                url = f"http://{target}{job.get('metrics_path', '/metrics')}"
+                with urllib.request.urlopen(url, timeout=30) as answer:
+                    text = answer.read().decode()
+                assert "workbench_jobs_queued" in text, (fence.where, url, text[:500])
+
+
+def _check_prometheus_rules(fence: Fence, localise: Callable[[str], str]) -> None:
+    """Alerting rules in Prometheus's rule-file shape, each over metrics the workbench exports
+    (tests/unit/telemetry/test_metrics_page.py checks the names against the code)."""
+    for group in yaml.safe_load(fence.text)["groups"]:
+        assert group["name"] and group["rules"], fence.where
+        for rule in group["rules"]:
+            assert {"alert", "expr", "for", "labels", "annotations"} <= set(rule), rule
+            assert re.search(r"workbench_\w+", rule["expr"]), rule
+
+
 CONFIG_CHECKS: dict[str, Callable[[Fence, Callable[[str], str]], None]] = {
     "dashboards": _check_dashboards, "entry-point": _check_entry_point, "models": _check_models,
-    "security-api": _check_security_api}
+    "security-api": _check_security_api, "prometheus-scrape": _check_prometheus_scrape,
+    "prometheus-rules": _check_prometheus_rules}
 
 
 def _settings(page: str, localise: Callable[[str], str]) -> dict[str, str]:

@@ -40,6 +40,10 @@ from workbench.redis_keys import QUEUED_SINCE_KEY, queued_key
 log = logging.getLogger(__name__)
 
 _ENV = "PROMETHEUS_MULTIPROC_DIR"
+#: the gauges read from Redis at each scrape: name and help
+QUEUED = ("workbench_jobs_queued", "Jobs queued and not yet started by a worker.")
+OLDEST = ("workbench_oldest_queued_job_age_seconds",
+          "How long the job queued longest has waited (0: none queued).")
 _OWNED = re.compile(r"^[a-z-]+-(\d+)$")
 
 
@@ -123,11 +127,8 @@ class _Queue:
         except redis.exceptions.RedisError as exc:
             log.warning("metrics: cannot read the job queue from Redis: %s", type(exc).__name__)
             return
-        yield GaugeMetricFamily("workbench_jobs_queued",
-                                "Jobs queued and not yet started by a worker.", value=depth)
-        yield GaugeMetricFamily("workbench_oldest_queued_job_age_seconds",
-                                "How long the job queued longest has waited (0: none queued).",
-                                value=oldest)
+        yield GaugeMetricFamily(*QUEUED, value=depth)
+        yield GaugeMetricFamily(*OLDEST, value=oldest)
 
     def read(self) -> tuple[int, float]:
         """(depth, age of the oldest); an entry whose queued marker is gone (its job was
