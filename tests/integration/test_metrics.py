@@ -274,3 +274,23 @@ def test_each_command_keeps_its_samples_in_a_folder_of_its_own(stack: dict[str, 
     folder = Path(stack["env"]["WORKBENCH_METRICS_DIR"])
     owned = sorted(p.name.split("-")[0] for p in folder.iterdir())
     assert owned == ["serve", "worker"], owned
+
+
+def test_behind_the_haproxy_front_the_serving_process_listens(
+        env: dict[str, str], tmp_path: Path) -> None:
+    """With the front, ``workbench serve`` runs HAProxy and a gunicorn child: the parent
+    listens, the child's samples reach it, and a pass-through HAProxy sends straight to the
+    cluster is not the workbench's to count."""
+    port = free_port()
+    server = Server(dict(env, WORKBENCH_METRICS_PORT=str(port),
+                         WORKBENCH_METRICS_DIR=str(tmp_path)), front="haproxy")
+    try:
+        url = f"http://127.0.0.1:{port}/metrics"
+        before = scrape(url)
+        assert Api(server.url).srw("GET", "/query_sets").status == 200
+        after = scrape(url)
+        assert moved(before, after, "workbench_http_requests_total", method="GET",
+                     route="/_plugins/_search_relevance/query_sets", status="200") == 1
+        assert "in use" not in server.log()  # the child was not given the port
+    finally:
+        server.stop()

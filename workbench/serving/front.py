@@ -37,6 +37,7 @@ from urllib.parse import urlsplit
 
 from workbench.config import Config, ConfigError
 from workbench.serving import haproxy
+from workbench.telemetry import exporter
 
 log = logging.getLogger(__name__)
 
@@ -139,6 +140,10 @@ def run(config: Config, binary: str) -> int:
     run_dir = Path(tempfile.mkdtemp(prefix="workbench-front-"))
     env = dict(os.environ, WORKBENCH_FRONT="none", WORKBENCH_HOST="127.0.0.1",
                WORKBENCH_PORT=str(api_port))
+    if config.metrics_port is not None:
+        # This process listens (telemetry.exporter); gunicorn writes its samples where it reads.
+        del env["WORKBENCH_METRICS_PORT"]
+        env["WORKBENCH_METRICS_DIR"] = str(exporter.base_dir(config))
     children: dict[subprocess.Popen[bytes], str] = {}
     front: subprocess.Popen[bytes] | None = None
     stopping = False
