@@ -287,10 +287,14 @@ def test_behind_the_haproxy_front_the_serving_process_listens(
     try:
         url = f"http://127.0.0.1:{port}/metrics"
         before = scrape(url)
-        assert Api(server.url).srw("GET", "/query_sets").status == 200
+        api = Api(server.url)
+        assert api.srw("GET", "/query_sets").status == 200
+        assert api.call("GET", "/_cluster/health").status == 200  # HAProxy to the cluster
         after = scrape(url)
         assert moved(before, after, "workbench_http_requests_total", method="GET",
                      route="/_plugins/_search_relevance/query_sets", status="200") == 1
+        assert moved(before, after, "workbench_http_requests_total", method="GET",
+                     route="passthrough", status="200") == 0
         assert "in use" not in server.log()  # the child was not given the port
     finally:
         server.stop()

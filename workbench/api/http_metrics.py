@@ -23,8 +23,9 @@ _METHODS = {"GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS"}
 
 
 class MeteredApp:
-    def __init__(self, wsgi_app: Callable[..., Iterable[bytes]]) -> None:
-        self.wsgi_app = wsgi_app
+    def __init__(self, inner: Callable[..., Iterable[bytes]]) -> None:
+        #: the app it counts for (``FastPassThrough``, which the HAProxy front reads routes from)
+        self.inner = inner
 
     def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]
                  ) -> Iterable[bytes]:
@@ -44,7 +45,7 @@ class MeteredApp:
             instruments.HTTP_DURATION.labels(method, route).observe(time.monotonic() - started)
 
         try:
-            body = self.wsgi_app(environ, start)
+            body = self.inner(environ, start)
         except BaseException:
             done()
             raise

@@ -96,6 +96,7 @@ def workbench_prefixes(config: Config) -> tuple[str, ...]:
     from workbench.app import create_app
 
     wsgi = create_app(config).wsgi_app
+    wsgi = getattr(wsgi, "inner", wsgi)  # under the request counter (api.http_metrics)
     if not isinstance(wsgi, FastPassThrough):
         return ("/",)
     return tuple(p or "/" for p in wsgi.prefixes())
