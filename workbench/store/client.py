@@ -20,6 +20,7 @@ from urllib3.exceptions import ConnectTimeoutError, NewConnectionError
 
 from workbench.config import Config
 from workbench.store.identity import ClusterAuth, Identity
+from workbench.store.nodes import connection_reason
 from workbench.telemetry import instruments
 
 log = logging.getLogger(__name__)
@@ -42,18 +43,6 @@ class InFlightLost(ConnectionTimeout):
     cluster still does (``jobs.base.TRANSIENT``); the API answers it as unreachable (503)."""
 
 
-def _reason(exc: BaseException) -> str:
-    """A short reason for a failed connection (no URL, so no credentials)."""
-    text = str(exc)
-    if "refused" in text:
-        return "connection refused"
-    if isinstance(exc, ConnectTimeoutError) or "timed out" in text.lower():
-        return "connection timed out"
-    if "reset" in text.lower() or "closed" in text.lower() or "aborted" in text.lower():
-        return "connection lost"
-    return type(exc).__name__
-
-
 def _not_sent(cause: Any) -> bool:
     """The connection failed before the request left: refused, unknown host, connect timeout."""
     return isinstance(cause, (NewConnectionError, ConnectTimeoutError))
@@ -73,7 +62,7 @@ class FailoverConnection(Urllib3HttpConnection):
                                      response, exception)
             return
         log.warning("OpenSearch node %s failed %s %s after %.3fs: %s", self.host, method, path,
-                    duration, _reason(exception))
+                    duration, connection_reason(exception))
 
     def perform_request(self, method: str, url: str, *args: Any, **kwargs: Any) -> Any:
         started = time.monotonic()

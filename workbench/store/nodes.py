@@ -15,7 +15,30 @@ import threading
 import time
 from collections.abc import Sequence
 
+from urllib3.exceptions import ConnectTimeoutError
+
 DOWN_SECONDS = 10.0
+
+
+def connection_reason(exc: BaseException) -> str:
+    """A short reason for a failed connection to a node, without its URL (which may carry
+    credentials): the innermost cause's kind. Both clients (``store.client``'s log lines and
+    ``store.upstream``'s 503s) word it the same way."""
+    inner: BaseException = exc
+    while isinstance(getattr(inner, "reason", None), BaseException):
+        inner = inner.reason  # type: ignore[attr-defined]
+    while inner.__cause__ is not None:
+        inner = inner.__cause__
+    text = str(inner).lower()
+    if "refused" in text:
+        return "connection refused"
+    if "name or service not known" in text or "nodename nor servname" in text:
+        return "host name not found"
+    if isinstance(inner, ConnectTimeoutError) or "timed out" in text:
+        return "connection timed out"
+    if "reset" in text or "closed" in text or "aborted" in text:
+        return "connection lost"
+    return type(inner).__name__
 
 
 class Nodes:

@@ -22,7 +22,7 @@ from urllib3.exceptions import (
 
 from workbench.config import Config
 from workbench.errors import ClusterTimeout, ClusterUnavailable
-from workbench.store.nodes import Nodes
+from workbench.store.nodes import Nodes, connection_reason
 from workbench.telemetry import instruments
 
 CHUNK = 64 * 1024
@@ -160,14 +160,13 @@ class Upstream:
                 refused = exc
                 continue
             except (MaxRetryError, ProtocolError, ConnectionError) as exc:
-                raise ClusterUnavailable(
-                    f"OpenSearch cluster at {self.base_url} is unreachable: {_cause(exc)}"
-                ) from exc
+                raise ClusterUnavailable(f"OpenSearch cluster at {self.base_url} is unreachable: "
+                                         f"{connection_reason(exc)}") from exc
             self.nodes.up(url)
             return response
         assert refused is not None
         raise ClusterUnavailable(
-            f"OpenSearch cluster at {self.base_url} is unreachable: {_cause(refused)}"
+            f"OpenSearch cluster at {self.base_url} is unreachable: {connection_reason(refused)}"
         ) from refused
 
 
@@ -182,19 +181,3 @@ def stream_body(response: urllib3.BaseHTTPResponse) -> Iterator[bytes]:
             response.close()
         response.release_conn()
 
-
-def _cause(exc: BaseException) -> str:
-    """A short reason without URLs that could carry credentials."""
-    inner: BaseException = exc
-    while getattr(inner, "reason", None) is not None and isinstance(inner.reason, BaseException):  # type: ignore[attr-defined]
-        inner = inner.reason  # type: ignore[attr-defined]
-    while inner.__cause__ is not None:
-        inner = inner.__cause__
-    text = str(inner)
-    if "refused" in text:
-        return "connection refused"
-    if "Name or service not known" in text or "nodename nor servname" in text:
-        return "host name not found"
-    if isinstance(inner, ConnectTimeoutError) or "timed out" in text:
-        return "connection timed out"
-    return type(inner).__name__

@@ -26,3 +26,20 @@ def test_a_node_down_is_tried_again_once_its_time_is_up() -> None:
     one = Nodes(["only"])
     one.down("only")
     assert one.order() == ["only"]  # the only node is always tried
+
+
+def test_a_failed_connection_is_named_without_its_url() -> None:
+    from urllib3.exceptions import ConnectTimeoutError, MaxRetryError, NewConnectionError
+
+    from workbench.store.nodes import connection_reason
+
+    refused = NewConnectionError(None, "Failed to establish a new connection: [Errno 111] "
+                                       "Connection refused")  # type: ignore[arg-type]
+    wrapped = MaxRetryError(None, "http://admin:secret@es:9200/", refused)  # type: ignore[arg-type]
+    assert connection_reason(wrapped) == "connection refused"
+    assert connection_reason(ConnectTimeoutError("timed out")) == "connection timed out"
+    assert connection_reason(OSError("[Errno -2] Name or service not known")) == \
+        "host name not found"
+    assert connection_reason(ConnectionResetError("Connection reset by peer")) == \
+        "connection lost"
+    assert connection_reason(ValueError("http://admin:secret@es")) == "ValueError"
