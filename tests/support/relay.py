@@ -203,6 +203,45 @@ class Recorded:
     body: bytes
 
 
+class _Handler(BaseHTTPRequestHandler):
+    """What the two recording endpoints' handlers share: HTTP/1.1, no log lines, the body."""
+
+    protocol_version = "HTTP/1.1"
+
+    def read_body(self) -> bytes:
+        length = self.headers.get("Content-Length")
+        if length is not None:
+            return self.rfile.read(int(length))
+        body = b""
+        if "chunked" in self.headers.get("Transfer-Encoding", ""):
+            while size := int(self.rfile.readline().strip(), 16):
+                body += self.rfile.read(size)
+                self.rfile.readline()
+            self.rfile.readline()
+        return body
+
+    def record(self, into: list[Recorded]) -> bytes:
+        body = self.read_body()
+        into.append(Recorded(self.command, self.path, list(self.headers.items()), body))
+        return body
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+def _serve(handler: type[BaseHTTPRequestHandler]) -> ThreadingHTTPServer:
+    """``handler`` served on a free loopback port, in a daemon thread."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server
+
+
+def _close(server: ThreadingHTTPServer | None) -> None:
+    if server is not None:
+        server.shutdown()
+        server.server_close()
+
+
 @dataclass
 class RecordingEndpoint:
     """An HTTP endpoint that records each request and answers with ``reply_headers``."""
@@ -215,23 +254,9 @@ class RecordingEndpoint:
     def start(self) -> str:
         endpoint = self
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
+        class Handler(_Handler):
             def _handle(self) -> None:
-                length = self.headers.get("Content-Length")
-                if length is not None:
-                    body = self.rfile.read(int(length))
-                elif "chunked" in self.headers.get("Transfer-Encoding", ""):
-                    body = b""
-                    while size := int(self.rfile.readline().strip(), 16):
-                        body += self.rfile.read(size)
-                        self.rfile.readline()
-                    self.rfile.readline()
-                else:
-                    body = b""
-                endpoint.requests.append(
-                    Recorded(self.command, self.path, list(self.headers.items()), body))
+                self.record(endpoint.requests)
                 self.send_response(endpoint.reply_status)
                 for name, value in endpoint.reply_headers:
                     self.send_header(name, value)
@@ -242,16 +267,11 @@ class RecordingEndpoint:
 
             do_GET = do_POST = do_PUT = do_DELETE = do_HEAD = do_PATCH = _handle
 
-            def log_message(self, *args: object) -> None:
-                pass
-
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+        self._server = _serve(Handler)
         return f"http://127.0.0.1:{self._server.server_address[1]}"
 
     def stop(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()
+        _close(self._server)
 
 
 class SilentEndpoint:
@@ -298,13 +318,9 @@ class RecordingForwarder:
         forwarder = self
         target = urllib.parse.urlsplit(self.target)
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
+        class Handler(_Handler):
             def _handle(self) -> None:
-                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-                forwarder.requests.append(
-                    Recorded(self.command, self.path, list(self.headers.items()), body))
+                body = self.record(forwarder.requests)
                 headers = {k: v for k, v in self.headers.items()
                            if k.lower() not in ("host", "content-length", "connection")}
                 request = urllib.request.Request(
@@ -325,14 +341,8 @@ class RecordingForwarder:
 
             do_GET = do_POST = _handle
 
-            def log_message(self, *args: object) -> None:
-                pass
-
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+        self._server = _serve(Handler)
         return f"http://127.0.0.1:{self._server.server_port}{target.path}"
 
     def stop(self) -> None:
-        if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
+        _close(self._server)
