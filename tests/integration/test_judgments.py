@@ -14,7 +14,7 @@ import pytest
 from opensearchpy import OpenSearch
 
 from tests.support.api import Api
-from tests.support.data import ESCI
+from tests.support.data import ESCI, REPO
 from tests.support.processes import Worker
 from tests.support.waiting import finished
 from workbench.store.repository import now_iso
@@ -401,12 +401,8 @@ def test_an_events_index_may_be_an_alias_or_a_pattern(api: Api, worker: Worker,
     """The workbench's extension (the plugin takes concrete names only): an alias or pattern
     that resolves to UBI events indices is read like the index itself."""
     index = f"test-events-{uuid.uuid4().hex[:6]}"
-    direct.indices.create(index=index, body={"mappings": {"properties": {
-        "query_id": {"type": "keyword"}, "action_name": {"type": "keyword"},
-        "user_query": {"type": "keyword"}, "timestamp": {"type": "date"},
-        "event_attributes": {"properties": {
-            "object": {"properties": {"object_id": {"type": "keyword"}}},
-            "position": {"properties": {"ordinal": {"type": "integer"}}}}}}}})
+    shipped = json.loads((REPO / "index_mappings" / "ubi" / "ubi_events.json").read_text())
+    direct.indices.create(index=index, body={"mappings": shipped["mappings"]})
     events = []
     for n, (action, doc, rank) in enumerate([("impression", "d1", 1), ("click", "d1", 1),
                                              ("impression", "d2", 2)]):
