@@ -222,6 +222,21 @@ class Config:
     web_threads: int = setting(
         16, "WORKBENCH_WEB_THREADS", _positive_int,
         "Threads per API worker process (concurrent requests per process).")
+    web_max_requests: int = setting(
+        20_000, "WORKBENCH_WEB_MAX_REQUESTS", _non_negative_int,
+        "Requests an API worker process serves before a fresh process replaces it (gunicorn's "
+        "max_requests; 0: never): a backstop against memory a long-lived process keeps. The "
+        "worker finishes its requests in flight first.")
+    web_max_requests_jitter: int = setting(
+        2_000, "WORKBENCH_WEB_MAX_REQUESTS_JITTER", _non_negative_int,
+        "Up to this many more requests, drawn at random for each worker, before it is replaced "
+        "(gunicorn's max_requests_jitter), so that the workers are not all replaced at once.")
+    web_recycle_bytes: int = setting(
+        8 * 1024 * 1024, "WORKBENCH_WEB_RECYCLE_BYTES", _non_negative_int,
+        "An API worker that has read a request body larger than this many bytes (an "
+        "IMPORT_JUDGMENT of many ratings, say) is replaced by a fresh process once it has "
+        "answered its requests in flight, which gives the memory the body took back to the "
+        "system (docs/performance.md); 0: never. Pass-through bodies are streamed, not counted.")
     worker_concurrency: int = setting(
         2, "WORKBENCH_WORKER_CONCURRENCY", _positive_int, "Jobs one Celery worker runs at once.")
     max_request_bytes: int = setting(

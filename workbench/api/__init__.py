@@ -23,6 +23,10 @@ UNREADABLE_BODY_TYPES = {"application/yaml", "application/cbor", "application/sm
                          "application/vnd.opensearch+smile"}
 # Parameters OpenSearch reads as booleans on every request, before any handler.
 OUTPUT_FLAGS = ("pretty", "human", "error_trace")
+#: WSGI environ key: bytes of the body ``json_body`` read into memory. The server's
+#: ``post_request`` hook (serving/gunicorn_app.py) retires the worker after a large one; a
+#: pass-through body is streamed, never held whole, so it is not counted.
+BODY_BYTES = "workbench.body_bytes"
 
 
 def services() -> Services:
@@ -73,6 +77,7 @@ def json_body(required: bool = True) -> dict[str, Any] | None:
     """
     raw: bytes | str = request.get_data(cache=True)
     if raw:
+        request.environ[BODY_BYTES] = len(raw)
         _check_content_type()
     elif request.args.get("source"):
         raw = request.args["source"]

@@ -4,6 +4,7 @@ which they are reported, defaults, and no service asked once an earlier field fa
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 import pytest
@@ -20,6 +21,7 @@ from workbench.schemas.judgment_ratings import (
     ImportedRatingsSchema,
     RatingEditsSchema,
     edited_rating,
+    imported_ratings,
 )
 from workbench.schemas.judgment_sources import ChosenJudge
 from workbench.schemas.judgments import LlmEstimateSchema, LlmJudgmentSchema, judgment_schema
@@ -366,6 +368,38 @@ def test_imported_ratings_as_stored() -> None:
         {"query": "red shoes", "ratings": [{"docId": "B1", "rating": "1"},
                                            {"docId": "7", "rating": " 1e1 "}]},
         {"query": "12", "ratings": []}]
+
+
+def test_imported_ratings_keep_what_is_already_as_stored() -> None:
+    """A rating given as stored is the same object in the stored list (no second copy of a
+    large import); any other is a new one, and the body is left as it was."""
+    kept = {"docId": "B1", "rating": "2"}
+    numeric = {"docId": "B2", "rating": 1}
+    reordered = {"rating": "3", "docId": "B3"}
+    extra = {"docId": "B4", "rating": "1", "note": "x"}
+    raw = [{"query": "q", "ratings": [kept, numeric, reordered, extra]}]
+    (entry,) = imported_ratings(raw, FLOAT_MAX, size_error)
+    assert entry["ratings"] == [{"docId": "B1", "rating": "2"}, {"docId": "B2", "rating": "1"},
+                                {"docId": "B3", "rating": "3"}, {"docId": "B4", "rating": "1"}]
+    assert [r is kept for r in entry["ratings"]] == [True, False, False, False]
+    assert list(entry["ratings"][2]) == ["docId", "rating"]
+    assert numeric == {"docId": "B2", "rating": 1} and "note" in extra
+
+
+def test_a_loaded_schema_keeps_no_reference_to_the_body() -> None:
+    """A schema and its fields form a cycle, freed only when the cycle collector runs: after
+    ``load`` it holds neither the body nor the loaded values, so a large body is freed with the
+    request."""
+    schema = ImportedRatingsSchema(FLOAT_MAX, size_error)
+    load(schema, {"judgmentRatings": [{"query": "q", "ratings": [{"docId": "d", "rating": 1}]}]})
+    assert all("body" not in vars(field) for field in schema.fields.values())
+    for body in ({"reference": "a", "candidateJudgmentId": "b", "candidateThreshold": 2},
+                 {"reference": "a", "candidate": "nope"}):
+        step_schema = compare()
+        with contextlib.suppress(WorkbenchError):
+            load(step_schema, body)
+        assert step_schema.loaded == {}
+        assert all("body" not in vars(field) for field in step_schema.fields.values())
 
 
 @pytest.mark.parametrize(("ratings", "expected"), [
