@@ -61,6 +61,12 @@ def queued_member(task: str, entity_id: str) -> str:
     return f"{task}:{entity_id}"
 
 
+def queued_key_of_member(member: str) -> str:
+    """The queued marker of a ``queued_member`` (task names hold no colon)."""
+    task, _, entity_id = member.partition(":")
+    return queued_key(task, entity_id)
+
+
 def lease_key(task: str, entity_id: str) -> str:
     """The lease of a running job: host, pid and a token of its holder."""
     return f"workbench:lease:{task}:{entity_id}"

@@ -38,3 +38,4 @@ def test_other_keys_keep_their_strings() -> None:
 def test_the_queued_since_set_names_jobs_as_task_and_entity() -> None:
     assert k.QUEUED_SINCE_KEY == "workbench:queued-since"
     assert k.queued_member("t.x", "e:1") == "t.x:e:1"
+    assert k.queued_key_of_member("t.x:e:1") == k.queued_key("t.x", "e:1")

@@ -15,11 +15,11 @@ from typing import Any
 
 from werkzeug.wsgi import ClosingIterator
 
+from workbench.api.proxy import METHODS
 from workbench.telemetry import instruments
 
 PASSTHROUGH = "passthrough"
 _PASSTHROUGH_RULES = {"/", "/<everything:path>"}
-_METHODS = {"GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS"}
 
 
 class MeteredApp:
@@ -39,7 +39,7 @@ class MeteredApp:
 
         def done() -> None:
             method = environ.get("REQUEST_METHOD", "")
-            method = method if method in _METHODS else "other"
+            method = method if method in METHODS else "other"
             status, route = seen if seen else ("500", "unmatched")
             instruments.HTTP_REQUESTS.labels(method, route, status).inc()
             instruments.HTTP_DURATION.labels(method, route).observe(time.monotonic() - started)

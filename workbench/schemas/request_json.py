@@ -125,7 +125,7 @@ def _check_value(node: Any, path: tuple[str | int, ...], key: str | int | None) 
     if isinstance(node, str):
         _check_string(node, path, key, "Value of")
     elif isinstance(node, _NonFinite):
-        where = json_path(path if key is None else (*path, key))
+        where = _where(path, key)
         if node.text in _NON_NUMERIC:
             raise BadRequest(f"Non-standard token '{node.text}' in [{where}]: numbers must "
                              "be finite", error_type="json_parse_exception")
@@ -133,10 +133,15 @@ def _check_value(node: Any, path: tuple[str | int, ...], key: str | int | None) 
                          "numbers must be finite", error_type="input_coercion_exception")
 
 
+def _where(path: tuple[str | int, ...], key: str | int | None) -> str:
+    """The JSON path of a value at ``path`` + ``key`` (``key`` None: at ``path`` itself)."""
+    return json_path(path if key is None else (*path, key))
+
+
 def _check_string(text: str, path: tuple[str | int, ...], key: str | int | None,
                   label: str) -> None:
     if len(text) > MAX_STRING_CHARS:
-        where = json_path(path if key is None else (*path, key))
+        where = _where(path, key)
         raise BadRequest(f"{label} [{where}] is too long: {len(text)} characters, at "
                          f"most {MAX_STRING_CHARS} are allowed")
     if text.isascii():
@@ -144,7 +149,7 @@ def _check_string(text: str, path: tuple[str | int, ...], key: str | int | None,
     try:
         text.encode("utf-8")
     except UnicodeEncodeError as exc:
-        where = json_path(path if key is None else (*path, key))
+        where = _where(path, key)
         raise BadRequest(
             f"{label} [{where}] holds an unpaired surrogate "
             f"({_escaped(text[exc.start])}) at character {exc.start}, which UTF-8 cannot "

@@ -35,7 +35,7 @@ from typing import Any
 import redis
 
 from workbench.config import Config
-from workbench.redis_keys import QUEUED_SINCE_KEY, queued_key
+from workbench.redis_keys import QUEUED_SINCE_KEY, queued_key_of_member
 
 log = logging.getLogger(__name__)
 
@@ -139,7 +139,7 @@ class _Queue:
             if not head:
                 return 0, 0.0
             members = [m.decode() if isinstance(m, bytes) else str(m) for m, _ in head]
-            markers = self.redis.mget([_marker(m) for m in members])
+            markers = self.redis.mget([queued_key_of_member(m) for m in members])
             stale = [m for m, marker in zip(members, markers, strict=True) if marker is None]
             if stale:
                 self.redis.zrem(QUEUED_SINCE_KEY, *stale)
@@ -148,12 +148,6 @@ class _Queue:
             if live or not stale:
                 depth = int(self.redis.zcard(QUEUED_SINCE_KEY))
                 return depth, max(0.0, time.time() - live[0]) if live else 0.0
-
-
-def _marker(member: str) -> str:
-    """The queued marker of a ``redis_keys.queued_member`` (task names hold no colon)."""
-    task, _, entity = member.partition(":")
-    return queued_key(task, entity)
 
 
 def serve(config: Config) -> Any | None:
