@@ -311,6 +311,10 @@ class Config:
         50, "WORKBENCH_EVALUATE_BATCH_LIMIT", _positive_int,
         "Most evaluations one POST _evaluate/_batch judges while the caller waits; a larger "
         "batch is queued as a job (docs/evaluate.md).")
+    ab_flush_seconds: float = setting(
+        0.5, "WORKBENCH_AB_FLUSH_SECONDS", _positive_float,
+        "Seconds between two writes of the A/B test impressions an API process queued (one "
+        "_bulk to ubi_queries; sooner once 500 wait; what is left is written at shutdown).")
     scheduler_interval: float = setting(
         10.0, "WORKBENCH_SCHEDULER_INTERVAL", _positive_float,
         "Seconds between two looks of the scheduler for scheduled experiments that are due.")

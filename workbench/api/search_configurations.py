@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from flask import Blueprint, Response
 
+from workbench.abtests.definitions import changed as ab_definitions_changed
 from workbench.api import json_body, services
 from workbench.api.creates import SEARCH_CONFIGURATION, Create
 from workbench.api.entities import (
@@ -74,4 +75,6 @@ def get_search_configuration(entity_id: str) -> Response:
 @bp.delete("/<entity_id>")
 def delete_search_configuration(entity_id: str) -> Response:
     refuse_if_used("searchConfigurationList", entity_id, "search configuration")
-    return delete_entity(repository(INDEX), entity_id)
+    answer = delete_entity(repository(INDEX), entity_id)
+    ab_definitions_changed(services().redis)  # A/B tests keep their configurations cached
+    return answer

@@ -8,6 +8,7 @@ from flask import Blueprint, Flask, g
 
 from workbench.api import (
     SRW_PREFIX,
+    ab_tests,
     caller,
     check_output_flags,
     evaluate,
@@ -54,6 +55,6 @@ def install(app: Flask) -> None:
     if not bp._got_registered_once:  # nesting is fixed at the first app; later apps reuse it
         for child in (query_sets.bp, search_configurations.bp, judgments.bp,
                       judgment_estimate.bp, schedules.bp, experiments.bp, summary.bp,
-                      evaluate.bp, stats.bp, models.bp):
+                      evaluate.bp, stats.bp, models.bp, ab_tests.bp):
             bp.register_blueprint(child)
     app.register_blueprint(bp)

@@ -1,0 +1,150 @@
+"""The interleaved search: ``POST /ab_tests/{id}/_search`` (docs/ab-tests.md, "Searching").
+
+Both configurations' searches go to the cluster in one ``_msearch``, as the caller (a caller who
+may not read the index gets the cluster's own 403). Their hits are merged by team-draft
+interleaving seeded by (test, version, query, client id), so the same user sees the same list
+again and the stored impression can be replayed. The checks come in the plugin's order, with its
+messages. A disabled test searches configuration A only, tags its hits with A's id as the plugin
+does, and records nothing: its traffic is not test traffic.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+from opensearchpy import OpenSearch
+
+from workbench.abtests.definitions import Definition, ab_test_not_found
+from workbench.abtests.interleaving import A, B, seed_for, team_draft
+from workbench.errors import BadRequest, NotFound, WorkbenchError
+from workbench.store.search_render import RenderedSearch, render, uses_mustache
+
+log = logging.getLogger(__name__)
+
+DEFAULT_SIZE = 10
+SEARCH_TEXT = "SearchText"
+
+
+class SearchRefused(WorkbenchError):
+    """The cluster refused the caller's search (403): its own answer goes back as it is."""
+
+    def __init__(self, answer: dict[str, Any], status: int) -> None:
+        super().__init__("search refused", status=status)
+        self.answer = answer
+
+    def body(self) -> dict[str, Any]:
+        return self.answer
+
+
+def _error(reason: str, status: int) -> WorkbenchError:
+    return WorkbenchError(reason, status=status, error_type="search_relevance_exception")
+
+
+@dataclass(frozen=True)
+class Served:
+    """One answered search: the response and, for an enabled test, the impression to record
+    (the ids and teams of the hits shown, in order)."""
+
+    response: dict[str, Any]
+    index: str
+    query_text: str
+    client_id: str
+    shown: list[tuple[str, str]]
+
+
+def _rendered(config: dict[str, Any], text: str, size: int) -> RenderedSearch:
+    """The configuration's search for ``text``. The text is JSON-escaped before a plain
+    ``%SearchText%`` replacement (Mustache escapes it itself), so a query holding ``"`` or
+    ``\\`` is searched as typed instead of breaking the body."""
+    query = str(config.get("query", ""))
+    safe = text if uses_mustache(query) else json.dumps(text, ensure_ascii=False)[1:-1]
+    return render(config, safe, size)
+
+
+def search(client: OpenSearch, definition: Definition | None, params: dict[str, str],
+           client_id: str | None, start: int, size: int | None) -> Served:
+    """Run the test's search for ``params["SearchText"]``: hits ``start`` to ``start + size``
+    of the interleaved list."""
+    if definition is None:
+        raise ab_test_not_found()
+    test = definition.test
+    if not test.config_a or not test.uuid_a or not test.test_id:
+        raise _error("AB test document is missing required fields", 500)
+    if definition.config_a is None:
+        raise NotFound("Search configuration A not found", error_type="search_relevance_exception")
+    text = params.get(SEARCH_TEXT)
+    if text is None:
+        raise BadRequest("SearchText is required in query_params",
+                         error_type="search_relevance_exception")
+    page = DEFAULT_SIZE if size is None else size
+    depth = start + page
+    searches = [_rendered(definition.config_a, text, depth)]
+    if test.enabled:
+        if definition.config_b is None:
+            raise NotFound("Search configuration B not found",
+                           error_type="search_relevance_exception")
+        index_a, index_b = definition.config_a.get("index"), definition.config_b.get("index")
+        if index_a != index_b:
+            raise BadRequest("Both search configurations must target the same index. "
+                             f"Config A targets [{index_a}], Config B targets [{index_b}]",
+                             error_type="search_relevance_exception")
+        searches.append(_rendered(definition.config_b, text, depth))
+    answers = _msearch(client, searches)
+    chosen_client = client_id or str(uuid.uuid4())
+    if not test.enabled:
+        hits = [_tagged(hit, test.uuid_a) for hit in answers[0][start:depth]]
+        return Served(_response(test.test_id, test.version, None, hits), searches[0].index,
+                      text, chosen_client, [])
+    by_team = {A: {h["_id"]: h for h in answers[0]}, B: {h["_id"]: h for h in answers[1]}}
+    picks = team_draft([h["_id"] for h in answers[0]], [h["_id"] for h in answers[1]], depth,
+                       seed_for(test.test_id, test.version, text, chosen_client))[start:]
+    uuids = {A: test.uuid_a, B: test.uuid_b}
+    hits = [_tagged(by_team[p.team][p.doc_id], uuids[p.team]) for p in picks]
+    query_id = str(uuid.uuid4())
+    return Served(_response(test.test_id, test.version, query_id, hits), searches[0].index,
+                  text, chosen_client, [(p.doc_id, p.team) for p in picks])
+
+
+def _response(test_id: str, version: int, query_id: str | None,
+              hits: list[dict[str, Any]]) -> dict[str, Any]:
+    return {"test_id": test_id, "version": version, "query_id": query_id, "hits": hits}
+
+
+def _tagged(hit: dict[str, Any], config_uuid: str) -> dict[str, Any]:
+    return {"_index": hit.get("_index"), "_id": hit["_id"], "_score": hit.get("_score"),
+            "_source": hit.get("_source"), "_search_configuration_id": config_uuid}
+
+
+def _msearch(client: OpenSearch, searches: list[RenderedSearch]) -> list[list[dict[str, Any]]]:
+    """Each search's hits, from one ``_msearch`` as the caller. A refusal by the cluster's
+    security is its own answer; any other failure is the plugin's ``Search A failed`` (or B),
+    with the cluster's reason as its cause."""
+    lines = []
+    for rendered in searches:
+        body = rendered.body
+        if rendered.pipeline and "search_pipeline" not in body:
+            body = {**body, "search_pipeline": rendered.pipeline}
+        lines.append(json.dumps({"index": rendered.index}))
+        lines.append(json.dumps(body))
+    answer = client.msearch(body="\n".join(lines) + "\n")
+    result = []
+    for side, response in zip((A, B), answer["responses"], strict=False):
+        error = response.get("error")
+        if error is None:
+            result.append(list(response["hits"]["hits"]))
+            continue
+        status = int(response.get("status") or 500)
+        if status in (401, 403):
+            raise SearchRefused({"error": error, "status": status}, status)
+        cause = (error.get("root_cause") or [error])[0] if isinstance(error, dict) else {}
+        log.warning("A/B search of configuration %s failed: %s: %s", side,
+                    cause.get("type"), cause.get("reason"))
+        raise WorkbenchError(f"Search {side} failed", status=500,
+                             error_type="search_relevance_exception",
+                             caused_by={"type": str(cause.get("type", "exception")),
+                                        "reason": str(cause.get("reason", ""))})
+    return result
