@@ -311,6 +311,13 @@ class Config:
         50, "WORKBENCH_EVALUATE_BATCH_LIMIT", _positive_int,
         "Most evaluations one POST _evaluate/_batch judges while the caller waits; a larger "
         "batch is queued as a job (docs/evaluate.md).")
+    ab_queries_index: str = setting(
+        "ubi_queries", "WORKBENCH_AB_QUERIES_INDEX", _str,
+        "UBI queries index the A/B tests record their impressions in (created with the UBI "
+        "mapping when missing) and read them back from.")
+    ab_events_index: str = setting(
+        "ubi_events", "WORKBENCH_AB_EVENTS_INDEX", _str,
+        "UBI events index the A/B test results read clicks from.")
     ab_flush_seconds: float = setting(
         0.5, "WORKBENCH_AB_FLUSH_SECONDS", _positive_float,
         "Seconds between two writes of the A/B test impressions an API process queued (one "

@@ -2,16 +2,16 @@
 (docs/ab-tests.md, "Impressions").
 
 A search puts its impression on this process's queue and answers at once; one writer thread
-sends the queue as a ``_bulk`` every ``WORKBENCH_AB_FLUSH_SECONDS`` (sooner once
-``FLUSH_AT`` wait), as the service identity (the caller searched; recording is the
-workbench's bookkeeping). A clean shutdown (``atexit``, which a gunicorn worker and a Flask
-process both run) flushes what is left. A bulk the cluster refuses as busy (429) or failing
-(5xx), or cannot be reached, is kept and sent again at the next flush; the queue is bounded
-(``MAX_QUEUED``) so an unreachable cluster cannot exhaust memory: past it the oldest
-impressions are dropped, with a WARNING that counts them.
+sends the queue as a ``_bulk`` to ``WORKBENCH_AB_QUERIES_INDEX`` every
+``WORKBENCH_AB_FLUSH_SECONDS`` (sooner once ``FLUSH_AT`` wait), as the service identity (the
+caller searched; recording is the workbench's bookkeeping). A clean shutdown (``atexit``, which
+a gunicorn worker and a Flask process both run) flushes what is left. A bulk the cluster refuses
+as busy (429) or failing (5xx), or cannot be reached, is kept and sent again at the next flush;
+the queue is bounded (``MAX_QUEUED``) so an unreachable cluster cannot exhaust memory: past it
+the oldest impressions are dropped, with a WARNING that counts them.
 
-Written here rather than with ``opensearchpy.helpers.parallel_bulk`` or a logging handler:
-those send from the caller's thread or lose the batch on an error; what is needed is a single
+Written here rather than with ``opensearchpy.helpers.parallel_bulk`` or a logging handler: those
+send from the caller's thread or lose the batch on an error; what is needed is a single
 background sender with retries and a bounded buffer, which is about 100 lines.
 """
 
@@ -33,7 +33,6 @@ from opensearchpy.exceptions import TransportError
 from workbench.abtests.definitions import ABTest
 from workbench.store.bootstrap import ensure_index, load_spec
 from workbench.store.identity import as_service
-from workbench.store.indices import UBI_QUERIES_INDEX
 
 log = logging.getLogger(__name__)
 
@@ -71,7 +70,7 @@ class ImpressionWriter:
     a server forks its workers)."""
 
     def __init__(self, client: OpenSearch, mappings_dir: str | Path, flush_seconds: float,
-                 index: str = UBI_QUERIES_INDEX) -> None:
+                 index: str) -> None:
         self.client = client
         self.mappings_dir = mappings_dir
         self.flush_seconds = flush_seconds

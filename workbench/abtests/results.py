@@ -32,7 +32,6 @@ from workbench.abtests.definitions import ABTest, Version, versions
 from workbench.abtests.interleaving import A, B
 from workbench.abtests.verdict import Impression, outcome, total_clicks_test, verdict
 from workbench.errors import BadRequest
-from workbench.store.indices import UBI_EVENTS_INDEX, UBI_QUERIES_INDEX
 
 PAGE = 10_000
 #: how many impressions' ids one clicks request names (under ``index.max_terms_count``)
@@ -60,13 +59,21 @@ def pick_version(test: ABTest, all_versions: list[Version], wanted: str | None) 
     return next(v for v in all_versions if v.version == int(wanted))
 
 
-def results(client: OpenSearch, test: ABTest, wanted_version: str | None,
+@dataclass(frozen=True)
+class Indices:
+    """Where impressions are recorded and clicks are logged."""
+
+    queries: str
+    events: str
+
+
+def results(client: OpenSearch, indices: Indices, test: ABTest, wanted_version: str | None,
             since: str | None, until: str | None, interval: str | None) -> dict[str, Any]:
     """The ``_results`` answer for one version of the test, within ``[since, until)``."""
     all_versions = versions(client, test)
     version = pick_version(test, all_versions, wanted_version)
-    shown = list(_impressions(client, test.test_id, version, since, until))
-    clicked = _clicked(client, [s.query_id for s in shown])
+    shown = list(_impressions(client, indices.queries, test.test_id, version, since, until))
+    clicked = _clicked(client, indices.events, [s.query_id for s in shown])
     impressions = []
     for s in shown:
         docs = clicked.get(s.query_id, set())
@@ -78,7 +85,8 @@ def results(client: OpenSearch, test: ABTest, wanted_version: str | None,
         "window": {"from": since, "to": until},
         **verdict(impressions),
         "timeline": timeline(shown, impressions, interval),
-        "plugin_ui_clicks": _plugin_ui_clicks(client, test.test_id, version, since, until),
+        "plugin_ui_clicks": _plugin_ui_clicks(client, indices.events, test.test_id, version,
+                                              since, until),
     }
     return answer
 
@@ -88,7 +96,7 @@ def _window(since: str | None, until: str | None) -> list[dict[str, Any]]:
     return [{"range": {"timestamp": bounds}}] if bounds else []
 
 
-def _impressions(client: OpenSearch, test_id: str, version: Version, since: str | None,
+def _impressions(client: OpenSearch, index: str, test_id: str, version: Version, since: str | None,
                  until: str | None) -> Iterator[Shown]:
     """Every recorded impression of the version (pages sorted by ``query_id``); the
     configuration id keeps out those of a deleted test that had the same id."""
@@ -99,7 +107,7 @@ def _impressions(client: OpenSearch, test_id: str, version: Version, since: str 
         *_window(since, until)]}}
     fields = ["query_id", "timestamp", "user_query", "query_response_hit_ids",
               "query_attributes"]
-    for hit in _pages(client, UBI_QUERIES_INDEX, query, fields, "query_id"):
+    for hit in _pages(client, index, query, fields, "query_id"):
         source = hit["_source"]
         attributes = source.get("query_attributes") or {}
         ids = source.get("query_response_hit_ids") or []
@@ -150,14 +158,14 @@ def _aggregatable(client: OpenSearch, index: str, field: str) -> str:
     return field
 
 
-def _clicked(client: OpenSearch, query_ids: list[str]) -> dict[str, set[str]]:
+def _clicked(client: OpenSearch, index: str, query_ids: list[str]) -> dict[str, set[str]]:
     """query id -> the distinct documents clicked in that impression."""
     clicked: dict[str, set[str]] = defaultdict(set)
     if not query_ids:
         return clicked
-    query_id = _aggregatable(client, UBI_EVENTS_INDEX, "query_id")
-    object_id = _aggregatable(client, UBI_EVENTS_INDEX, OBJECT_ID)
-    action = _aggregatable(client, UBI_EVENTS_INDEX, "action_name")
+    query_id = _aggregatable(client, index, "query_id")
+    object_id = _aggregatable(client, index, OBJECT_ID)
+    action = _aggregatable(client, index, "action_name")
     for start in range(0, len(query_ids), IDS_PER_REQUEST):
         chunk = query_ids[start:start + IDS_PER_REQUEST]
         query = {"bool": {"filter": [{"terms": {query_id: chunk}},
@@ -170,7 +178,7 @@ def _clicked(client: OpenSearch, query_ids: list[str]) -> dict[str, set[str]]:
             if after:
                 composite["after"] = after
             try:
-                answer = client.search(index=UBI_EVENTS_INDEX, body={
+                answer = client.search(index=index, body={
                     "size": 0, "query": query, "aggs": {"pairs": {"composite": composite}}})
             except NotFoundError:
                 return clicked
@@ -212,8 +220,8 @@ def _parse(stamp: str) -> datetime:
     return datetime.fromisoformat(stamp.replace("Z", "+00:00"))
 
 
-def _plugin_ui_clicks(client: OpenSearch, test_id: str, version: Version, since: str | None,
-                      until: str | None) -> dict[str, Any]:
+def _plugin_ui_clicks(client: OpenSearch, index: str, test_id: str, version: Version,
+                      since: str | None, until: str | None) -> dict[str, Any]:
     """Clicks the plugin UI logged for the version's two ids, while the version was served,
     read as the UI reads them (total clicks per configuration) and tested as it tests them."""
     field = "event_attributes.object.search_configuration_uuid"
@@ -224,7 +232,7 @@ def _plugin_ui_clicks(client: OpenSearch, test_id: str, version: Version, since:
     counts = {version.uuid_a: 0, version.uuid_b: 0}
     for name in (field, f"{field}.keyword"):
         try:
-            answer = client.search(index=UBI_EVENTS_INDEX, body={
+            answer = client.search(index=index, body={
                 "size": 0, "query": _with_field(query, name),
                 "aggs": {"per_config": {"terms": {"field": name, "size": 2}}}})
         except NotFoundError:

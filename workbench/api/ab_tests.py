@@ -50,7 +50,7 @@ def _writer() -> ImpressionWriter:
     if found is None:
         svc = services()
         found = ImpressionWriter(svc.client, svc.config.index_mappings_dir,
-                                 svc.config.ab_flush_seconds)
+                                 svc.config.ab_flush_seconds, svc.config.ab_queries_index)
         current_app.extensions["workbench.ab_impressions"] = found
     assert isinstance(found, ImpressionWriter)
     return found
@@ -135,8 +135,9 @@ def get_ab_test(test_id: str) -> Response:
 
 
 def _results(test_id: str) -> dict[str, Any]:
-    args = request.args
-    return results.results(services().client, _test(test_id), args.get("version"),
+    args, config = request.args, services().config
+    indices = results.Indices(config.ab_queries_index, config.ab_events_index)
+    return results.results(services().client, indices, _test(test_id), args.get("version"),
                            args.get("from"), args.get("to"), args.get("interval"))
 
 

@@ -17,10 +17,6 @@ SETTINGS_INDEX = ".plugins-search-relevance-settings"
 MODELS_INDEX = ".plugins-search-relevance-models"
 EVALUATE_BATCH_INDEX = ".plugins-search-relevance-evaluate-batch"
 AB_TEST_INDEX = ".plugins-search-relevance-ab-test"
-# The UBI plugin's index names: A/B impressions are written to the first, clicks read from the
-# second (docs/ab-tests.md).
-UBI_QUERIES_INDEX = "ubi_queries"
-UBI_EVENTS_INDEX = "ubi_events"
 
 
 # OpenSearch refuses to create an index with a longer name.
