@@ -1,0 +1,2 @@
+"""Online A/B tests by team-draft interleaving: definitions, serving, impressions and the verdict
+(docs/ab-tests.md)."""
