@@ -241,6 +241,11 @@ def test_search_refusals_in_the_plugins_order(ab: Api, configs: tuple[str, str],
         400, "search_relevance_exception", "SearchText is required in query_params")
     assert reason(search(ab, test_id, size=101)) == (
         400, "illegal_argument_exception", "size must be at most 100, got: 101")
+    too_long = ab.srw("POST", path, {"query_params": {"SearchText": "x"}},
+                      headers={"X-Client-Id": "u" * 101})
+    assert reason(too_long) == (
+        400, "illegal_argument_exception",
+        "client_id (or the X-Client-Id header) must be at most 100 characters, got 101")
     # configurations on different indices
     elsewhere = f"{products}-other"
     direct.indices.create(index=elsewhere)
@@ -295,6 +300,31 @@ def test_interleaved_hits_are_tagged_seeded_and_paged(ab: Api, configs: tuple[st
     orders = {tuple(h["_id"] for h in search(ab, test_id, client_id=f"u{n}").json["hits"])
               for n in range(8)}
     assert len(orders) > 1
+
+
+def test_a_short_side_ends_the_draft_and_its_filler_is_shown_but_not_credited(
+        ab: Api, configs: tuple[str, str], products: str, direct: OpenSearch,
+        ubi: dict[str, str]) -> None:
+    # B finds two documents only: the draft ends when B has nothing new; A's next hits fill
+    # the page
+    few = search_configuration(ab, f"few-{uuid.uuid4().hex[:6]}", products,
+                               '{"query":{"ids":{"values":["d3","d7"]}}}')
+    test_id = new_test(ab, (configs[0], few))
+    body = search(ab, test_id, client_id="user-short", size=10).json
+    test = ab.srw("GET", f"/ab_tests/{test_id}").json["hits"]["hits"][0]["_source"]
+    assert len(body["hits"]) == 10
+    assert {h["_search_configuration_id"] for h in body["hits"][5:]} == {test["config_a_uuid"]}
+    doc = wait_for_impressions(direct, ubi["queries"], [body["query_id"]])[body["query_id"]]
+    teams = doc["query_attributes"]["ab_test_teams"]
+    drafted = [t for t in teams if t in ("A", "B")]
+    assert drafted.count("B") == 2 and abs(drafted.count("A") - 2) <= 1  # balanced
+    assert teams[len(drafted):] == ["a"] * (10 - len(drafted))
+    # a click on a filler says nothing
+    filler = body["hits"][-1]["_id"]
+    click(direct, ubi["events"], body["query_id"], filler, 10)
+    direct.indices.refresh(index=ubi["events"])
+    result = ab.srw("GET", f"/ab_tests/{test_id}/_results").json
+    assert (result["impressions"], result["impressions_with_clicks"]) == (1, 0)
 
 
 def test_query_text_with_quotes_and_backslashes_is_searched_as_typed(
@@ -418,10 +448,10 @@ def test_results_credit_each_impression_and_test_wins_exactly(
     # a window that ends before the impressions holds none of them
     early = ab.srw("GET", f"/ab_tests/{test_id}/_results", params={"to": "2000-01-01"}).json
     assert early["impressions"] == 0 and early["delta_ab"] is None
-    assert reason(ab.srw("GET", f"/ab_tests/{test_id}/_results",
-                         params={"version": "7"})) == (
-        400, "illegal_argument_exception",
-        "version must be an integer from 0 to 0 (the test's current version), got: 7")
+    for version in ("7", "\u00b2", "0" * 5000):
+        assert reason(ab.srw("GET", f"/ab_tests/{test_id}/_results",
+                             params={"version": version}))[:2] == (
+            400, "illegal_argument_exception"), version
     report = ab.srw("GET", f"/ab_tests/{test_id}/_report")
     assert report.status == 200 and report.headers["Content-Type"].startswith("text/html")
     assert b"data:image/png;base64," in report.data and b"red shoe" in report.data

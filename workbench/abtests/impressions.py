@@ -79,7 +79,6 @@ class ImpressionWriter:
         self._lock = threading.Lock()
         self._wake = threading.Event()
         self._thread: threading.Thread | None = None
-        self._index_ready = False
         self.dropped = 0
 
     def add(self, doc: dict[str, Any]) -> None:
@@ -132,13 +131,12 @@ class ImpressionWriter:
         those refused for good (a 400: a mapping that cannot take them) are logged and
         dropped."""
         with as_service(self.client):
-            if not self._index_ready:
-                # Created with the UBI mapping when missing; an existing index (the UBI
-                # plugin's, an application's) is used as it is.
-                if not self.client.indices.exists(index=self.index):
-                    spec = load_spec(self.mappings_dir, "ubi/ubi_queries.json")
-                    ensure_index(self.client, spec, self.index)
-                self._index_ready = True
+            # Created with the UBI mapping when missing (asked at every flush: an index deleted
+            # meanwhile would otherwise come back with a dynamic mapping); an existing index
+            # (the UBI plugin's, an application's) is used as it is.
+            if not self.client.indices.exists(index=self.index):
+                spec = load_spec(self.mappings_dir, "ubi/ubi_queries.json")
+                ensure_index(self.client, spec, self.index)
             lines = []
             for doc in batch:
                 lines.append(json.dumps({"index": {"_index": self.index}}))

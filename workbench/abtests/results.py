@@ -19,6 +19,7 @@ and document, in a composite aggregation.
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -53,7 +54,7 @@ def pick_version(test: ABTest, all_versions: list[Version], wanted: str | None) 
     """The version asked for (``version`` parameter), else the current one."""
     if wanted is None:
         return all_versions[-1]
-    if not wanted.isdigit() or int(wanted) > test.version:
+    if not re.fullmatch(r"[0-9]{1,9}", wanted) or int(wanted) > test.version:
         raise BadRequest(f"version must be an integer from 0 to {test.version} (the test's "
                          f"current version), got: {wanted}")
     return next(v for v in all_versions if v.version == int(wanted))

@@ -100,13 +100,31 @@ def search(client: OpenSearch, definition: Definition | None, params: dict[str, 
         return Served(_response(test.test_id, test.version, None, hits), searches[0].index,
                       text, chosen_client, [])
     by_team = {A: {h["_id"]: h for h in answers[0]}, B: {h["_id"]: h for h in answers[1]}}
-    picks = team_draft([h["_id"] for h in answers[0]], [h["_id"] for h in answers[1]], depth,
-                       seed_for(test.test_id, test.version, text, chosen_client))[start:]
+    shown = _interleaved([h["_id"] for h in answers[0]], [h["_id"] for h in answers[1]],
+                         depth, seed_for(test.test_id, test.version, text, chosen_client))
+    shown = shown[start:]
     uuids = {A: test.uuid_a, B: test.uuid_b}
-    hits = [_tagged(by_team[p.team][p.doc_id], uuids[p.team]) for p in picks]
+    hits = [_tagged(by_team[team.upper()][doc_id], uuids[team.upper()])
+            for doc_id, team in shown]
     query_id = str(uuid.uuid4())
     return Served(_response(test.test_id, test.version, query_id, hits), searches[0].index,
-                  text, chosen_client, [(p.doc_id, p.team) for p in picks])
+                  text, chosen_client, shown)
+
+
+def _interleaved(a: list[str], b: list[str], depth: int, seed: int) -> list[tuple[str, str]]:
+    """(id, team) of the first ``depth`` hits: the team draft, which ends once either side
+    has no new document (so the teams stay balanced), then the rest of the other side's hits
+    to fill the page, marked with its team in lower case: shown, but not credited."""
+    picks = [(p.doc_id, p.team) for p in team_draft(a, b, depth, seed)]
+    seen = {doc_id for doc_id, _ in picks}
+    for team, ids in ((A, a), (B, b)):
+        for doc_id in ids:
+            if len(picks) >= depth:
+                break
+            if doc_id not in seen:
+                seen.add(doc_id)
+                picks.append((doc_id, team.lower()))
+    return picks
 
 
 def _response(test_id: str, version: int, query_id: str | None,

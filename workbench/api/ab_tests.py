@@ -90,8 +90,12 @@ def delete_ab_test(test_id: str) -> Response:
 
 @bp.post("/<test_id>/_search")
 def interleaved_search(test_id: str) -> Response:
-    fields = load(ABTestSearchSchema(), json_body() or {})
-    client_id = fields.get("client_id") or request.headers.get(CLIENT_ID_HEADER) or None
+    body = json_body() or {}
+    header = request.headers.get(CLIENT_ID_HEADER)
+    fields = load(ABTestSearchSchema(), body)
+    client_id = fields.get("client_id")
+    if client_id is None and header is not None:  # the header is checked as the field is
+        client_id = load(ABTestSearchSchema(), {**body, "client_id": header})["client_id"]
     served = serving.search(services().client, _cache().get(test_id), fields["query_params"],
                             client_id, fields["from_"], fields.get("size"))
     query_id = served.response["query_id"]

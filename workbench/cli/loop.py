@@ -14,12 +14,14 @@ import re
 import sys
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from workbench.cli import demo, formats, gate
 from workbench.cli.client import ClientError, WorkbenchClient, authorization
-from workbench.cli.output import err, print_summary, wait_with_progress
+from workbench.cli.output import err, print_ab_results, print_summary, wait_with_progress
 
-COMMANDS = ("query-set", "judgments", "search-config", "experiment", "export", "gate", "demo")
+COMMANDS = ("query-set", "judgments", "search-config", "experiment", "export", "gate", "demo",
+            "ab-test")
 TYPES = {"pointwise": "POINTWISE_EVALUATION", "pairwise": "PAIRWISE_COMPARISON",
          "hybrid": "HYBRID_OPTIMIZER"}
 
@@ -138,6 +140,20 @@ def add_commands(sub: Any) -> None:
     eq.add_argument("--topics")
     eq.add_argument("--topics-out")
 
+    ab = sub.add_parser("ab-test", help="online A/B tests by interleaving").add_subparsers(
+        dest="action", required=True)
+    ab_results = ab.add_parser("results", parents=[conn],
+                               help="an A/B test's verdict: wins, ties, delta AB with its "
+                                    "interval, the exact sign test, the busiest queries")
+    ab_results.add_argument("test", help="the test id")
+    ab_results.add_argument("--version", help="the test version (default: the current one)")
+    ab_results.add_argument("--from", dest="since", help="impressions from this time on "
+                                                        "(a timestamp or date math: now-7d)")
+    ab_results.add_argument("--to", dest="until", help="impressions before this time")
+    ab_results.add_argument("--json", action="store_true", help="the raw _results answer")
+    ab_results.add_argument("--report", metavar="FILE",
+                            help="also write the HTML report, with its plot over time")
+
     demo.add_command(sub, conn)
 
     gate_cmd = sub.add_parser(
@@ -180,6 +196,7 @@ def run(args: argparse.Namespace) -> int:
         ("export", "run"): _export_run,
         ("export", "qrels"): _export_qrels,
         ("gate", None): _gate,
+        ("ab-test", "results"): _ab_test_results,
         ("demo", None): demo.run,
     }[(args.command, getattr(args, "action", None))]
     try:
@@ -502,3 +519,18 @@ def _read(path: str) -> str:
     if path.lower().endswith(".gz"):
         return gzip.decompress(Path(path).read_bytes()).decode("utf-8-sig")
     return Path(path).read_text(encoding="utf-8-sig")
+
+
+def _ab_test_results(client: WorkbenchClient, args: argparse.Namespace) -> int:
+    params = {k: v for k, v in (("version", args.version), ("from", args.since),
+                                ("to", args.until)) if v is not None}
+    path = f"/ab_tests/{quote(args.test, safe='')}"
+    result = client.srw("GET", f"{path}/_results", params=params)
+    if args.json:
+        print(json.dumps(result, indent=2))
+    else:
+        print_ab_results(result)
+    if args.report:
+        page = client.srw("GET", f"{path}/_report", params=params)
+        Path(args.report).write_text(str(page), encoding="utf-8")
+    return 0

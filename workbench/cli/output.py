@@ -264,3 +264,50 @@ def _p(test: dict[str, Any] | None) -> str:
 def _d(effect: dict[str, Any] | None) -> str:
     value = (effect or {}).get("cohensD")
     return "" if value is None else f"{value:+.2f}"
+
+
+def ab_results_tables(result: dict[str, Any]) -> list[Table]:
+    """An A/B test's verdict, the plugin UI's reading beside it, and its busiest queries."""
+    version = result["version"]
+    interval = result["confidence_interval"]
+    verdict = Table(title=f"A/B test {escape(str(result['test_id']))}, version "
+                          f"{version['version']}", title_justify="left", show_header=False)
+    verdict.add_column("what")
+    verdict.add_column("value", justify="right")
+    ui = result["plugin_ui_clicks"]
+    for what, value in (
+        ("impressions", str(result["impressions"])),
+        ("with a click", str(result["impressions_with_clicks"])),
+        ("wins A / wins B / ties",
+         f"{result['wins_a']} / {result['wins_b']} / {result['ties']}"),
+        ("delta AB (> 0: A preferred)", _number(result["delta_ab"], signed=True)),
+        (f"{interval['level']:.0%} interval (queries resampled)",
+         f"{_number(interval['lower'], signed=True)} to "
+         f"{_number(interval['upper'], signed=True)}"),
+        ("p, exact sign test", _p_value(result["p_value"])),
+        ("winner", str(result["winner"] or "none (not significant)")),
+        ("plugin UI clicks A / B, p", f"{ui['clicks_a']} / {ui['clicks_b']}, "
+                                       f"{_p_value(ui['p_value'])}"),
+    ):
+        verdict.add_row(what, escape(value))
+    queries = Table(title="queries with the most impressions", title_justify="left")
+    for column in ("query", "impressions", "A wins", "B wins", "ties", "delta AB"):
+        queries.add_column(column, justify="left" if column == "query" else "right")
+    for row in result["per_query"][:10]:
+        queries.add_row(escape(str(row["query"])), str(row["impressions"]), str(row["wins_a"]),
+                        str(row["wins_b"]), str(row["ties"]),
+                        _number(row["delta_ab"], signed=True))
+    return [verdict, queries]
+
+
+def _p_value(value: float | None) -> str:
+    if value is None:
+        return "-"
+    return "<0.0001" if value < 1e-4 else f"{value:.4f}"
+
+
+def print_ab_results(result: dict[str, Any]) -> None:
+    for table in ab_results_tables(result):
+        out.print(table)
+    if result.get("warning"):
+        out.print(f"[yellow]warning[/yellow]: {escape(str(result['warning']))}")

@@ -120,10 +120,11 @@ class _ClientId(Step):
         if value is None:
             return None
         if not isinstance(value, str) or not value.strip():
-            raise ValidationError("client_id must be a non-empty string")
+            raise ValidationError("client_id (or the X-Client-Id header) must be a non-empty "
+                                  "string")
         if len(value) > MAX_CLIENT_ID_CHARS:
-            raise ValidationError(
-                f"client_id must be at most {MAX_CLIENT_ID_CHARS} characters, got {len(value)}")
+            raise ValidationError(f"client_id (or the X-Client-Id header) must be at most "
+                                  f"{MAX_CLIENT_ID_CHARS} characters, got {len(value)}")
         return value
 
 

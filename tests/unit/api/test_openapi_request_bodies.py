@@ -22,6 +22,7 @@ from marshmallow import Schema
 from workbench.api import openapi
 from workbench.llm.spec import FIELDS, SNAKE, SpecError
 from workbench.schemas import experiments, judgments
+from workbench.schemas.ab_tests import ABTestSearchSchema, CreateABTestSchema, UpdateABTestSchema
 from workbench.schemas.cluster_settings import ClusterSettingsSchema
 from workbench.schemas.evaluate import TOP_LEVEL_OPTIONS, BatchSchema
 from workbench.schemas.evaluate_brief import BriefEvaluateSchema
@@ -59,6 +60,8 @@ MODEL_READS = frozenset().union(*FIELDS.values()) - {"id", "apiKey"}
 COMPARE_LISTS = frozenset({"_lists"})  # _Lists: the two stored lists, read once both ids are valid
 MODEL_SPEC = frozenset({"spec"})  # ModelSchema.spec: the whole body, as the model it registers
 SETTINGS_CHANGES = frozenset({"_changes"})  # _Changes: the workbench's keys of both sections
+# schemas/ab_tests: the steps that check the body as a whole (empty; both ids; any field)
+AB_WHOLE_BODY = frozenset({"\0body", "\0bodyboth", "\0bodyany"})
 
 
 # -- schemas built with harmless rules (only their fields are read here) -------------------------
@@ -142,6 +145,11 @@ def bodies() -> Iterator[Body]:
     yield Body("post", "/_evaluate", (BriefEvaluateSchema(),), "BriefEvaluateRequest",
                BRIEF_EVALUATE_READS)
     yield Body("post", "/_evaluate/_batch", (BatchSchema(),))
+    yield Body("put", "/ab_tests/{test_id}", (CreateABTestSchema(),),
+               internal=AB_WHOLE_BODY & {"\0body", "\0bodyboth"})
+    yield Body("put", "/ab_tests/{test_id}/_update", (UpdateABTestSchema(),),
+               internal=AB_WHOLE_BODY & {"\0body", "\0bodyany"})
+    yield Body("post", "/ab_tests/{test_id}/_search", (ABTestSearchSchema(),))
     # cluster paths the workbench answers itself
     yield Body("put", "/_cluster/settings", (ClusterSettingsSchema(),), internal=SETTINGS_CHANGES,
                prefix="")
