@@ -1,6 +1,7 @@
 """Run the benchmarks and write ``report.md`` and ``report.json``.
 
-    workbench bench [--only ubi,llm,llama,pointwise,passthrough,metrics,redaction,scale,memory]
+    workbench bench [--only ubi,llm,llama,pointwise,passthrough,metrics,redaction,scale,memory,
+                           ab_search]
                     [--quick] [--out DIR]
 
 Services come from OPENSEARCH_URL / REDIS_URL or are started as for the tests.
@@ -18,7 +19,7 @@ from scripts.bench.common import Bench, Result, machine, previous_results, write
 from scripts.paths import output
 
 BENCHMARKS = ("metrics", "redaction", "passthrough", "pointwise", "llm", "llama", "ubi",
-              "scale", "memory")
+              "scale", "memory", "ab_search")
 
 
 def main(argv: list[str] | None = None) -> int:

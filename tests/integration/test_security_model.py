@@ -83,6 +83,9 @@ def sec_env(sec: SecureCluster, redis_url: str, llm_server: LLMServer) -> dict[s
                        else {"OPENSEARCH_VERIFY_CERTS": "false"}),
                     WORKBENCH_JOB_IMPERSONATION="true",
                     WORKBENCH_SECRET_KEY=SECRET_KEY,
+                    # A/B impressions land where alice may read and bob may not
+                    WORKBENCH_AB_QUERIES_INDEX=AB_QUERIES, WORKBENCH_AB_EVENTS_INDEX=AB_EVENTS,
+                    WORKBENCH_AB_FLUSH_SECONDS="0.1",
                     WORKBENCH_MODELS=json.dumps(models), TEST_LLM_KEY=LLM_KEY)
 
 
@@ -301,6 +304,7 @@ def test_anonymous_callers_borrow_the_workbench_identity_only_when_the_operator_
 BATCH_LIMIT = Config().evaluate_batch_limit
 
 OWN = {"alice": ("wb-sec-a", "wb-sec-b"), "bob": ("wb-sec-b", "wb-sec-a")}
+AB_QUERIES, AB_EVENTS = "wb-sec-a-ab-queries", "wb-sec-a-ab-events"
 
 
 @pytest.mark.parametrize("user", sorted(OWN))
@@ -474,6 +478,31 @@ def test_every_route_answers_each_user_as_the_cluster_would(
                      {"parameters": {"messages": [{"role": "user", "content": "say yes"}]}})
     assert isinstance(predicted.json["inference_results"][0]["output"][0]["result"], str)
     call("POST", "/_plugins/ubi/initialize", "/_plugins/ubi/initialize", expect=403)
+    # A/B tests: the test index is the workbench's; the searches run as the caller, the
+    # impressions are written as the service, the results read as the caller
+    ab, second = f"{srw}/ab_tests", config(me, own)
+    test_id = f"ab-{user}-{uuid.uuid4().hex[:6]}"
+    call("PUT", f"{ab}/<test_id>", f"{ab}/{test_id}",
+         {"search_configuration_a": mine, "search_configuration_b": second})
+    call("PUT", f"{ab}/<test_id>/_update", f"{ab}/{test_id}/_update", {"enabled": True})
+    shown = call("POST", f"{ab}/<test_id>/_search", f"{ab}/{test_id}/_search",
+                 {"query_params": {"SearchText": "apple"}, "client_id": user}).json
+    assert shown["hits"] and shown["query_id"]
+    call("GET", ab, ab)
+    for method in ("GET", "POST"):
+        call(method, f"{ab}/_search", f"{ab}/_search")
+    assert call("GET", f"{ab}/<test_id>", f"{ab}/{test_id}").json["versions"]
+    time.sleep(1)  # the impression is written (as the service) into alice's index
+    readable = 200 if user == "alice" else 403
+    call("GET", f"{ab}/<test_id>/_results", f"{ab}/{test_id}/_results", expect=readable)
+    call("GET", f"{ab}/<test_id>/_report", f"{ab}/{test_id}/_report", expect=readable)
+    other_test = f"ab-{user}-theirs-{uuid.uuid4().hex[:6]}"
+    call("PUT", f"{ab}/<test_id>", f"{ab}/{other_test}",
+         {"search_configuration_a": theirs, "search_configuration_b": config(admin, other)})
+    call("POST", f"{ab}/<test_id>/_search", f"{ab}/{other_test}/_search",
+         {"query_params": {"SearchText": "apple"}}, expect=403)
+    for test in (test_id, other_test):
+        call("DELETE", f"{ab}/<test_id>", f"{ab}/{test}")
     call("GET", f"{srw}/_openapi", f"{srw}/_openapi")
     # deletes
     for model_id in (model, posted):
