@@ -37,7 +37,7 @@ Every key, its type, TTL and owner (the module that writes it)::
     workbench:idempotency:<kind>:<entity>      string  24 h                 api.creates
     workbench:schedule:<job>:last              string  none                 experiments.scheduling
     workbench:schedule:<job>:<enabled>:<fire>  string  7 days               experiments.scheduling
-    workbench:abtests:generation               int     none                 abtests.definitions
+    workbench:cache:generation                 int     none                 store.generation
 
 The TTLs are set by the owners (the numbers live there); this module only names the keys.
 """
@@ -165,8 +165,8 @@ def schedule_claim_key(job_id: str, enabled_time: object, fire_ms: int) -> str:
     return f"workbench:schedule:{job_id}:{enabled_time}:{fire_ms}"
 
 
-# -- A/B tests (abtests/definitions.py) -----------------------------------------------------------
+# -- the API processes' caches (store/generation.py) ---------------------------------------------
 
-#: bumped by every change to an A/B test or a search configuration: each API process's cache of
-#: tests and their configurations is good while it reads the same number
-AB_TESTS_GENERATION_KEY = "workbench:abtests:generation"
+#: bumped by every change of the plugin settings, an A/B test or a search configuration: what an
+#: API process keeps of them is good while it reads the same number
+CACHE_GENERATION_KEY = "workbench:cache:generation"

@@ -15,6 +15,7 @@ from workbench.config import Config
 from workbench.llm.registry import Registry, load_registry
 from workbench.llm.runtime import StoredModels
 from workbench.llm.secrets import SecretBox
+from workbench.store import generation
 from workbench.store.bootstrap import ensure_indices
 from workbench.store.client import make_client
 from workbench.store.identity import NOBODY, as_service
@@ -44,6 +45,11 @@ class Services:
     @cached_property
     def upstream(self) -> Upstream:
         return Upstream(self.config, maxsize=max(8, self.config.web_threads * 2))
+
+    @cached_property
+    def cache_redis(self) -> redis.Redis:
+        """Redis for the caches' generation number only: a short timeout (store/generation.py)."""
+        return generation.client(self.config.redis_url)
 
     @cached_property
     def redis(self) -> redis.Redis:

@@ -495,3 +495,16 @@ def test_a_clean_shutdown_loses_no_impression(env: dict[str, str], configs: tupl
         assert set(wait_for_impressions(direct, index, ids)) == set(ids)
     finally:
         direct.indices.delete(index=index, ignore=[404])
+
+
+def test_the_definition_is_kept_until_a_change_through_the_workbench(
+        ab: Api, configs: tuple[str, str], products: str, direct: OpenSearch) -> None:
+    temp = search_configuration(ab, f"k-{uuid.uuid4().hex[:6]}", products, MATCH)
+    test_id = new_test(ab, (temp, configs[1]))
+    assert search(ab, test_id).status == 200  # the test and its configurations are kept now
+    direct.delete(index="search-relevance-search-config", id=temp, refresh="true")
+    assert search(ab, test_id).status == 200  # removed behind the workbench's back: still kept
+    ab.srw("PUT", f"/ab_tests/{test_id}/_update", {"enabled": False})
+    ab.srw("PUT", f"/ab_tests/{test_id}/_update", {"enabled": True})
+    assert reason(search(ab, test_id)) == (
+        404, "search_relevance_exception", "Search configuration A not found")

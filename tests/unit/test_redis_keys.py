@@ -33,7 +33,7 @@ def test_other_keys_keep_their_strings() -> None:
     assert k.idempotency_key("JUDGMENT", "e1") == "workbench:idempotency:JUDGMENT:e1"
     assert k.schedule_last_key("j") == "workbench:schedule:j:last"
     assert k.schedule_claim_key("j", 5, 7) == "workbench:schedule:j:5:7"
-    assert k.AB_TESTS_GENERATION_KEY == "workbench:abtests:generation"
+    assert k.CACHE_GENERATION_KEY == "workbench:cache:generation"
 
 
 def test_the_queued_since_set_names_jobs_as_task_and_entity() -> None:

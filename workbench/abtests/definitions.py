@@ -7,8 +7,9 @@ The index, its documents and the messages are the plugin's. Two things differ, o
   (``config_a_uuid``/``config_b_uuid``; the plugin keeps them for ever), so clicks logged
   against the plugin UI's ids never mix two versions' configurations;
 * the interleaved search does not read the test and both configurations on every request: a
-  process keeps them while the Redis number ``AB_TESTS_GENERATION_KEY``, bumped by every
-  change of a test or a search configuration, stays the same (Redis down: read every time).
+  process keeps them while the request's generation number (``store/generation.py``), bumped
+  by every change of a test or a search configuration, stays the same (Redis down: read every
+  time).
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from opensearchpy import OpenSearch
 from opensearchpy.exceptions import ConflictError, NotFoundError
 
 from workbench.errors import BadRequest, NotFound, WorkbenchError
-from workbench.redis_keys import AB_TESTS_GENERATION_KEY
+from workbench.store import generation
 from workbench.store.identity import as_service
 from workbench.store.indices import AB_TEST_INDEX, SEARCH_CONFIG_INDEX
 from workbench.store.repository import Repository, now_iso
@@ -230,42 +231,34 @@ class Definition:
 
 
 class DefinitionCache:
-    """Tests and their configurations by test id, per process, valid while the Redis generation
-    number is unchanged. The reads are made as the service: the test index is the workbench's
-    own, and the searches themselves run as the caller."""
+    """Tests and their configurations by test id, per process, valid while the generation
+    number is unchanged (and for at most ``MAX_AGE_SECONDS``). The reads are made as the service:
+    the test index is the workbench's own, and the searches themselves run as the caller."""
 
-    def __init__(self, client: OpenSearch, redis_client: redis.Redis) -> None:
+    def __init__(self, client: OpenSearch) -> None:
         self.client = client
-        self.redis = redis_client
         self._lock = threading.Lock()
         self._generation: bytes | None = None
         self._entries: dict[str, tuple[float, Definition | None]] = {}
 
-    def get(self, test_id: str) -> Definition | None:
-        """The test's definition, or None when there is no such test."""
-        generation = self._read_generation()
+    def get(self, test_id: str, current: bytes | None) -> Definition | None:
+        """The test's definition as of generation ``current`` (None: read it now), or None
+        when there is no such test."""
         now = time.monotonic()
-        if generation is not None:
+        if current is not None:
             with self._lock:
-                if generation != self._generation:
-                    self._entries, self._generation = {}, generation
+                if current != self._generation:
+                    self._entries, self._generation = {}, current
                 else:
                     entry = self._entries.get(test_id)
                     if entry is not None and now - entry[0] < MAX_AGE_SECONDS:
                         return entry[1]
         definition = self._load(test_id)
-        if generation is not None:
+        if current is not None:
             with self._lock:
-                if generation == self._generation:
+                if current == self._generation:
                     self._entries[test_id] = (now, definition)
         return definition
-
-    def _read_generation(self) -> bytes | None:
-        try:
-            value = self.redis.get(AB_TESTS_GENERATION_KEY)
-        except redis.exceptions.RedisError:
-            return None
-        return value if isinstance(value, bytes) else b"0"
 
     def _load(self, test_id: str) -> Definition | None:
         with as_service(self.client):
@@ -280,10 +273,5 @@ class DefinitionCache:
 
 
 def changed(redis_client: redis.Redis) -> None:
-    """Tell every process's cache that a test or a search configuration changed. Redis down:
-    nothing to tell, as the caches read the cluster every time while they cannot read Redis
-    either (a cache that still reads Redis would keep its entries: see docs/ab-tests.md)."""
-    try:
-        redis_client.incr(AB_TESTS_GENERATION_KEY)
-    except redis.exceptions.RedisError as exc:
-        log.warning("could not invalidate the A/B test caches: %s", type(exc).__name__)
+    """Tell every process's cache that a test or a search configuration changed."""
+    generation.bump(redis_client)

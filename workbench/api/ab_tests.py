@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from flask import Blueprint, Response, current_app, request
+from flask import Blueprint, Response, current_app, g, request
 
 from workbench.abtests import definitions, report, results, serving
 from workbench.abtests.impressions import ImpressionWriter, impression
@@ -39,7 +39,7 @@ def _cache() -> definitions.DefinitionCache:
     svc = services()
     found = current_app.extensions.get("workbench.ab_definitions")
     if found is None:
-        found = definitions.DefinitionCache(svc.client, svc.redis)
+        found = definitions.DefinitionCache(svc.client)
         current_app.extensions["workbench.ab_definitions"] = found
     assert isinstance(found, definitions.DefinitionCache)
     return found
@@ -67,7 +67,7 @@ def put_ab_test(test_id: str) -> Response:
     fields = load(CreateABTestSchema(), json_body() or {})
     enabled = True if fields.get("enabled") is None else fields["enabled"]
     definitions.create(services().client, test_id, fields["a"], fields["b"], enabled)
-    definitions.changed(services().redis)
+    definitions.changed(services().cache_redis)
     return json_response({})
 
 
@@ -77,14 +77,14 @@ def update_ab_test(test_id: str) -> Response:
     fields = load(UpdateABTestSchema(), json_body() or {})
     if definitions.update(services().client, test_id, fields.get("a"), fields.get("b"),
                           fields.get("enabled")):
-        definitions.changed(services().redis)
+        definitions.changed(services().cache_redis)
     return json_response({})
 
 
 @bp.delete("/<test_id>")
 def delete_ab_test(test_id: str) -> Response:
     definitions.delete(services().client, test_id)
-    definitions.changed(services().redis)
+    definitions.changed(services().cache_redis)
     return json_response({})
 
 
@@ -96,14 +96,14 @@ def interleaved_search(test_id: str) -> Response:
     client_id = fields.get("client_id")
     if client_id is None and header is not None:  # the header is checked as the field is
         client_id = load(ABTestSearchSchema(), {**body, "client_id": header})["client_id"]
-    served = serving.search(services().client, _cache().get(test_id), fields["query_params"],
+    definition = _cache().get(test_id, g.cache_generation)
+    served = serving.search(services().client, definition, fields["query_params"],
                             client_id, fields["from_"], fields.get("size"))
     query_id = served.response["query_id"]
     if query_id is not None:
-        test = _cache().get(test_id)
-        assert test is not None
-        _writer().add(impression(test.test, query_id, served.query_text, served.client_id,
-                                 served.index, fields["from_"], served.shown))
+        assert definition is not None
+        _writer().add(impression(definition.test, query_id, served.query_text,
+                                 served.client_id, served.index, fields["from_"], served.shown))
     return json_response(served.response)
 
 

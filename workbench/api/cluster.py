@@ -25,7 +25,7 @@ from workbench.schemas.cluster_settings import (
     ClusterSettingsSchema,
     ours,
 )
-from workbench.store import plugins
+from workbench.store import generation, plugins
 from workbench.store.bootstrap import ensure_index, load_spec
 
 bp = Blueprint("cluster", __name__)
@@ -90,6 +90,7 @@ def put_cluster_settings() -> Response:
             return json_response(answer, status)
 
     before, after = svc.settings.apply(changes["persistent"], changes["transient"])
+    generation.bump(svc.cache_redis)  # every process reads the settings again
     if before.value("stats_enabled") and not after.value("stats_enabled"):
         svc.stats.reset()
 

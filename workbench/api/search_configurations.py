@@ -76,5 +76,5 @@ def get_search_configuration(entity_id: str) -> Response:
 def delete_search_configuration(entity_id: str) -> Response:
     refuse_if_used("searchConfigurationList", entity_id, "search configuration")
     answer = delete_entity(repository(INDEX), entity_id)
-    ab_definitions_changed(services().redis)  # A/B tests keep their configurations cached
+    ab_definitions_changed(services().cache_redis)  # A/B tests keep their configurations cached
     return answer

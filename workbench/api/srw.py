@@ -24,6 +24,7 @@ from workbench.api import (
     summary,
 )
 from workbench.errors import TextError
+from workbench.store import generation
 from workbench.store.plugin_settings import Stored
 
 bp = Blueprint("srw", __name__, url_prefix=SRW_PREFIX)
@@ -37,7 +38,8 @@ def workbench_gate() -> None:
     caller.bind_and_authenticate()
     svc = services()
     svc.ensure_indices()
-    g.plugin_settings = svc.settings.load()
+    g.cache_generation = generation.read(svc.cache_redis)
+    g.plugin_settings = svc.settings.current(g.cache_generation)
     refuse_if_disabled(g.plugin_settings)
 
 

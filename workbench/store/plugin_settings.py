@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import os
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -51,11 +52,29 @@ def new_node_id() -> str:
     return base64.urlsafe_b64encode(os.urandom(16)).decode()[:22]
 
 
+#: the longest a process keeps the settings without reading them (a change Redis could not
+#: announce, or one written to the index by hand, is seen this late)
+MAX_AGE_SECONDS = 5.0
+
+
 class PluginSettings:
     """Read and change the settings document."""
 
     def __init__(self, client: OpenSearch) -> None:
         self.client = client
+        self._kept: tuple[bytes, float, Stored] | None = None
+
+    def current(self, generation: bytes | None) -> Stored:
+        """The settings as of ``generation`` (``store/generation.py``): kept from an earlier
+        read under the same number for at most ``MAX_AGE_SECONDS``, else read now."""
+        kept, now = self._kept, time.monotonic()
+        if generation is not None and kept is not None and kept[0] == generation \
+                and now - kept[1] < MAX_AGE_SECONDS:
+            return kept[2]
+        stored = self.load()
+        if generation is not None:
+            self._kept = (generation, now, stored)
+        return stored
 
     def load(self) -> Stored:
         """The settings now (an internal read, made as the service identity)."""
