@@ -439,6 +439,10 @@ def test_results_credit_each_impression_and_test_wins_exactly(
     assert result["delta_ab"] == pytest.approx((3 + 0.5) / 5 - 0.5)
     assert result["p_value"] == pytest.approx(binomtest(3, 4, 0.5).pvalue)
     assert (result["significant"], result["winner"]) == (False, None)
+    # the plugin UI's computation on the same clicks: 4 of A's documents, 2 of B's
+    totals = result["total_clicks"]
+    assert (totals["clicks_a"], totals["clicks_b"], totals["winner"]) == (4, 2, "A")
+    assert totals["z"] == pytest.approx((4 - 3) / (6 / 4) ** 0.5)
     assert "100" in result["warning"]
     per_query = {q["query"]: q for q in result["per_query"]}
     assert (per_query["red shoe"]["wins_a"], per_query["red shoe"]["wins_b"]) == (3, 1)

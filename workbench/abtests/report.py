@@ -74,7 +74,10 @@ def page(result: Mapping[str, Any]) -> str:
          f"{_num(interval['lower'])} to {_num(interval['upper'])}"),
         ("p (exact sign test)", _num(result["p_value"])),
         ("Winner", result["winner"] or "none (not significant)"),
-        ("Plugin UI reading (total clicks, z-test)",
+        ("Total clicks, z-test (the plugin UI's computation on these clicks)",
+         f"A {result['total_clicks']['clicks_a']} / B {result['total_clicks']['clicks_b']} "
+         f"clicks, p = {_num(result['total_clicks']['p_value'])}"),
+        ("Plugin UI's own click events (total clicks, z-test)",
          f"A {ui['clicks_a']} / B {ui['clicks_b']} clicks, p = {_num(ui['p_value'])}"),
     ]
     rows = "".join(f"<tr><th>{html.escape(k)}</th><td>{_num(v)}</td></tr>" for k, v in facts)

@@ -7,7 +7,8 @@ click`` with the impression's ``query_id`` and the clicked ``event_attributes.ob
 (what UBI clients already log). Each impression's clicked documents are counted per team
 (a document clicked twice counts once) and ``abtests.verdict`` does the rest.
 
-The plugin UI's click documents (``event_attributes.ab_test_id``,
+``total_clicks`` is the plugin UI's computation (total clicks per team, a z-test) on the same
+clicks. The plugin UI's click documents (``event_attributes.ab_test_id``,
 ``event_attributes.object.search_configuration_uuid``, no ``query_id``) cannot be credited per
 impression; their totals per configuration, within the version's time, go through the plugin
 UI's own test (``total_clicks``), so a team can compare both readings.
@@ -86,6 +87,8 @@ def results(client: OpenSearch, indices: Indices, test: ABTest, wanted_version: 
         "window": {"from": since, "to": until},
         **verdict(impressions),
         "timeline": timeline(shown, impressions, interval),
+        "total_clicks": total_clicks_test(sum(i.clicks_a for i in impressions),
+                                          sum(i.clicks_b for i in impressions)),
         "plugin_ui_clicks": _plugin_ui_clicks(client, indices.events, test.test_id, version,
                                               since, until),
     }

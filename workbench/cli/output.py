@@ -274,7 +274,7 @@ def ab_results_tables(result: dict[str, Any]) -> list[Table]:
                           f"{version['version']}", title_justify="left", show_header=False)
     verdict.add_column("what")
     verdict.add_column("value", justify="right")
-    ui = result["plugin_ui_clicks"]
+    ui, totals = result["plugin_ui_clicks"], result["total_clicks"]
     for what, value in (
         ("impressions", str(result["impressions"])),
         ("with a click", str(result["impressions_with_clicks"])),
@@ -286,6 +286,8 @@ def ab_results_tables(result: dict[str, Any]) -> list[Table]:
          f"{_number(interval['upper'], signed=True)}"),
         ("p, exact sign test", _p_value(result["p_value"])),
         ("winner", str(result["winner"] or "none (not significant)")),
+        ("total clicks A / B, z-test p", f"{totals['clicks_a']} / {totals['clicks_b']}, "
+                                         f"{_p_value(totals['p_value'])}"),
         ("plugin UI clicks A / B, p", f"{ui['clicks_a']} / {ui['clicks_b']}, "
                                        f"{_p_value(ui['p_value'])}"),
     ):
