@@ -512,3 +512,14 @@ def test_the_definition_is_kept_until_a_change_through_the_workbench(
     ab.srw("PUT", f"/ab_tests/{test_id}/_update", {"enabled": True})
     assert reason(search(ab, test_id)) == (
         404, "search_relevance_exception", "Search configuration A not found")
+
+
+def test_a_test_document_without_the_fields_a_search_needs_is_the_plugins_500(
+        ab: Api, configs: tuple[str, str], direct: OpenSearch) -> None:
+    test_id = f"t-partial-{uuid.uuid4().hex[:8]}"
+    direct.index(index=AB_INDEX, id=test_id, refresh="true", body={
+        "doc_type": "ab_test", "test_id": test_id, "search_configuration_a": configs[0],
+        "search_configuration_b": configs[1], "enabled": True, "version": 0})
+    assert reason(search(ab, test_id)) == (
+        500, "search_relevance_exception", "AB test document is missing required fields")
+    assert ab.srw("DELETE", f"/ab_tests/{test_id}").json == {}  # it can still be deleted

@@ -37,6 +37,8 @@ TEST, SNAPSHOT = "ab_test", "snapshot"
 #: the state a version is: what a snapshot's ``record`` keeps
 STATE_FIELDS = ("search_configuration_a", "search_configuration_b", "config_a_uuid",
                 "config_b_uuid", "enabled")
+#: what the plugin's search refuses a stored test without
+REQUIRED_FIELDS = ("enabled", "search_configuration_a", "config_a_uuid", "test_id")
 #: the longest a process keeps a definition however Redis answers: a change made while Redis was
 #: down (so not announced) is served at most this late
 MAX_AGE_SECONDS = 30.0
@@ -69,8 +71,13 @@ class ABTest:
 
     @classmethod
     def from_source(cls, source: dict[str, Any]) -> ABTest:
+        """The test of a stored document; one written elsewhere (by the plugin) without the
+        fields a search needs is the plugin's 500."""
+        if any(source.get(name) is None for name in REQUIRED_FIELDS):
+            raise WorkbenchError("AB test document is missing required fields",
+                                 error_type="search_relevance_exception")
         return cls(str(source["test_id"]), str(source["search_configuration_a"]),
-                   str(source["search_configuration_b"]), str(source["config_a_uuid"]),
+                   str(source.get("search_configuration_b") or ""), str(source["config_a_uuid"]),
                    str(source.get("config_b_uuid") or ""), bool(source["enabled"]),
                    int(source.get("version") or 0), str(source.get("created_at") or ""),
                    str(source.get("updated_at") or ""))
@@ -162,7 +169,8 @@ def _write_snapshot(client: OpenSearch, old: ABTest, ended: str) -> None:
 
 def delete(client: OpenSearch, test_id: str) -> None:
     """Delete the snapshots, then the test; 404 when there is no such test."""
-    if read(client, test_id) is None:
+    hit = _repo(client).get_hit(test_id, ["doc_type"])
+    if hit is None or hit["_source"].get("doc_type", TEST) != TEST:
         raise NotFound(f"AB test '{test_id}' not found", error_type="search_relevance_exception")
     _repo(client).delete_by_query({"bool": {"filter": [
         {"term": {"test_id": test_id}}, {"term": {"doc_type": SNAPSHOT}}]}})

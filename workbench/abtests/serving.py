@@ -40,10 +40,6 @@ class SearchRefused(WorkbenchError):
         return self.answer
 
 
-def _error(reason: str, status: int) -> WorkbenchError:
-    return WorkbenchError(reason, status=status, error_type="search_relevance_exception")
-
-
 @dataclass(frozen=True)
 class Served:
     """One answered search: the response and, for an enabled test, the impression to record
@@ -72,8 +68,6 @@ def search(client: OpenSearch, definition: Definition | None, params: dict[str, 
     if definition is None:
         raise ab_test_not_found()
     test = definition.test
-    if not test.config_a or not test.uuid_a or not test.test_id:
-        raise _error("AB test document is missing required fields", 500)
     if definition.config_a is None:
         raise NotFound("Search configuration A not found", error_type="search_relevance_exception")
     text = params.get(SEARCH_TEXT)
