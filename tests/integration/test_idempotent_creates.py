@@ -142,10 +142,11 @@ def test_a_refused_create_is_a_503_saying_it_was_not_stored(
     relay, api = behind_relay
     name, key = warm_name_and_key(api, names, "refused")
 
-    # A settings change (none, in effect) makes every process read the settings again at its
-    # next request (store/generation.py): that read is the gate's last call to the cluster.
+    # A settings change (a reset to the default, in effect none) makes every process read the
+    # settings again at its next request (store/generation.py): that read is the gate's last
+    # call to the cluster.
     changed = api.call("PUT", "/_cluster/settings",
-                       {"persistent": {"plugins.search_relevance.workbench_enabled": True}})
+                       {"persistent": {"plugins.search_relevance.workbench_enabled": None}})
     assert changed.status == 200, changed.data
     relay.stop_after(READ_SETTINGS)  # the relay is gone by the time the create connects
     reply = api.srw("PUT", "/judgments", judgment(name), **keyed(key))

@@ -26,11 +26,11 @@ from __future__ import annotations
 import json
 import time
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 import pytest
 
+from tests.support.data import ESCI
 from workbench.abtests.interleaving import A, seed_for, team_draft
 from workbench.abtests.verdict import (
     RECOMMENDED_IMPRESSIONS,
@@ -40,13 +40,7 @@ from workbench.abtests.verdict import (
 )
 from workbench.metrics.pointwise import ndcg
 
-ESCI = Path(__file__).resolve().parents[3].parent / "shared" / "data" / "esci"
-JUDGMENTS = ESCI / "esci_us_judgments.json"
-
-pytestmark = pytest.mark.skipif(
-    not JUDGMENTS.is_file(),
-    reason=f"the ESCI judgments are not at {JUDGMENTS} (the shared data folder next to the repo)",
-)
+JUDGMENTS = ESCI / "esci_us_judgments.json"  # tests/support/data.py finds the shared data
 
 DEPTH = 10  # results shown per impression, and the depth of NDCG
 MIN_JUDGED = 10  # queries with fewer judged documents cannot fill a page
