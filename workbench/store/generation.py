@@ -6,13 +6,16 @@ of a short request. Each process keeps them instead, with the value of ``CACHE_G
 it read them under; every change of them increments the number (after the change is written),
 so the next request of every process reads them again. The number is read once per request
 (``read``), with a short timeout: Redis down or slow means no number, and then the callers read
-the cluster every time, as before. A change made while Redis could not be told is picked up when
-the keeper's own age limit passes.
+the cluster every time, as before. After a failed read the process does not ask Redis again for
+``RETRY_SECONDS``, so a Redis that stopped answering (rather than refusing) costs one timeout per
+interval, not one per request. A change made while Redis could not be told is picked up when the
+keeper's own age limit passes.
 """
 
 from __future__ import annotations
 
 import logging
+import time
 
 import redis
 
@@ -22,6 +25,10 @@ log = logging.getLogger(__name__)
 
 #: seconds to wait for Redis when reading or bumping the number: a request never waits longer
 TIMEOUT_SECONDS = 0.5
+#: seconds a process reads without the number after Redis failed to give it
+RETRY_SECONDS = 5.0
+
+_retry_at = 0.0  # monotonic time before which ``read`` does not ask Redis
 
 
 def client(url: str) -> redis.Redis:
@@ -31,10 +38,15 @@ def client(url: str) -> redis.Redis:
 
 
 def read(redis_client: redis.Redis) -> bytes | None:
-    """The current number, or None when Redis cannot say."""
+    """The current number, or None when Redis cannot say (or could not, less than
+    ``RETRY_SECONDS`` ago)."""
+    global _retry_at
+    if time.monotonic() < _retry_at:
+        return None
     try:
         value = redis_client.get(CACHE_GENERATION_KEY)
     except redis.exceptions.RedisError:
+        _retry_at = time.monotonic() + RETRY_SECONDS
         return None
     return value if isinstance(value, bytes) else b"0"
 
