@@ -3,14 +3,15 @@
 Both configurations' searches go to the cluster in one ``_msearch``, as the caller (a caller who
 may not read the index gets the cluster's own 403). Their hits are merged by team-draft
 interleaving seeded by (test, version, query, client id), so the same user sees the same list
-again and the stored impression can be replayed. The checks come in the plugin's order, with its
-messages. A disabled test searches configuration A only, tags its hits with A's id as the plugin
-does, and records nothing: its traffic is not test traffic.
+again and the stored impression can be replayed. The user's text is substituted JSON-escaped
+(``render(..., escape=True)``), so a query holding ``"`` or ``\\`` is searched as typed. The
+checks come in the plugin's order, with its messages. A disabled test searches configuration A
+only, tags its hits with A's id as the plugin does, and records nothing: its traffic is not test
+traffic.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import uuid
 from dataclasses import dataclass
@@ -21,7 +22,8 @@ from opensearchpy import OpenSearch
 from workbench.abtests.definitions import Definition, ab_test_not_found
 from workbench.abtests.interleaving import A, B, seed_for, team_draft
 from workbench.errors import BadRequest, NotFound, WorkbenchError
-from workbench.store.search_render import RenderedSearch, render, uses_mustache
+from workbench.store.search import msearch_body
+from workbench.store.search_render import RenderedSearch, render
 
 log = logging.getLogger(__name__)
 
@@ -52,15 +54,6 @@ class Served:
     shown: list[tuple[str, str]]
 
 
-def _rendered(config: dict[str, Any], text: str, size: int) -> RenderedSearch:
-    """The configuration's search for ``text``. The text is JSON-escaped before a plain
-    ``%SearchText%`` replacement (Mustache escapes it itself), so a query holding ``"`` or
-    ``\\`` is searched as typed instead of breaking the body."""
-    query = str(config.get("query", ""))
-    safe = text if uses_mustache(query) else json.dumps(text, ensure_ascii=False)[1:-1]
-    return render(config, safe, size)
-
-
 def search(client: OpenSearch, definition: Definition | None, params: dict[str, str],
            client_id: str | None, start: int, size: int | None) -> Served:
     """Run the test's search for ``params["SearchText"]``: hits ``start`` to ``start + size``
@@ -76,7 +69,7 @@ def search(client: OpenSearch, definition: Definition | None, params: dict[str, 
                          error_type="search_relevance_exception")
     page = DEFAULT_SIZE if size is None else size
     depth = start + page
-    searches = [_rendered(definition.config_a, text, depth)]
+    searches = [render(definition.config_a, text, depth, escape=True)]
     if test.enabled:
         if definition.config_b is None:
             raise NotFound("Search configuration B not found",
@@ -86,7 +79,7 @@ def search(client: OpenSearch, definition: Definition | None, params: dict[str, 
             raise BadRequest("Both search configurations must target the same index. "
                              f"Config A targets [{index_a}], Config B targets [{index_b}]",
                              error_type="search_relevance_exception")
-        searches.append(_rendered(definition.config_b, text, depth))
+        searches.append(render(definition.config_b, text, depth, escape=True))
     answers = _msearch(client, searches)
     chosen_client = client_id or str(uuid.uuid4())
     if not test.enabled:
@@ -135,14 +128,7 @@ def _msearch(client: OpenSearch, searches: list[RenderedSearch]) -> list[list[di
     """Each search's hits, from one ``_msearch`` as the caller. A refusal by the cluster's
     security is its own answer; any other failure is the plugin's ``Search A failed`` (or B),
     with the cluster's reason as its cause."""
-    lines = []
-    for rendered in searches:
-        body = rendered.body
-        if rendered.pipeline and "search_pipeline" not in body:
-            body = {**body, "search_pipeline": rendered.pipeline}
-        lines.append(json.dumps({"index": rendered.index}))
-        lines.append(json.dumps(body))
-    answer = client.msearch(body="\n".join(lines) + "\n")
+    answer = client.msearch(body=msearch_body(searches))
     result = []
     for side, response in zip((A, B), answer["responses"], strict=False):
         error = response.get("error")

@@ -67,24 +67,25 @@ class _AnyField(Step):
             raise _text_400("At least one field must be provided for update")
 
 
-class CreateABTestSchema(StepSchema):
+class _ABTestFields(StepSchema):
+    """The checks create and update share, in the plugin's order; each adds its last one."""
+
+    not_empty = _NotEmpty(data_key=_WHOLE)
+    a = _ConfigId(data_key=CONFIG_A)
+    b = _ConfigId(data_key=CONFIG_B)
+    enabled = _Enabled(data_key=ENABLED)
+
+
+class CreateABTestSchema(_ABTestFields):
     """``PUT /ab_tests/{id}``: both configuration ids, ``enabled`` (default true). Other keys
     (the plugin UI sends ``name`` and ``size``) are ignored, as the plugin ignores them."""
 
-    not_empty = _NotEmpty(data_key=_WHOLE)
-    a = _ConfigId(data_key=CONFIG_A)
-    b = _ConfigId(data_key=CONFIG_B)
-    enabled = _Enabled(data_key=ENABLED)
     both = _BothGiven(data_key=_WHOLE + "both")
 
 
-class UpdateABTestSchema(StepSchema):
+class UpdateABTestSchema(_ABTestFields):
     """``PUT /ab_tests/{id}/_update``: any of the three fields; those absent stay as they are."""
 
-    not_empty = _NotEmpty(data_key=_WHOLE)
-    a = _ConfigId(data_key=CONFIG_A)
-    b = _ConfigId(data_key=CONFIG_B)
-    enabled = _Enabled(data_key=ENABLED)
     any_field = _AnyField(data_key=_WHOLE + "any")
 
 

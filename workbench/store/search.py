@@ -104,22 +104,11 @@ def msearch_batches(client: OpenSearch, searches: list[RenderedSearch], batch: i
               for start in range(0, len(positions), batch)]
 
     def send(pipeline: str | None, chunk: list[int]) -> list[Answer]:
-        lines = []
-        for position in chunk:
-            body = searches[position].body
-            if ids_only:
-                body = {**body, "_source": False}
-            if pipeline and "search_pipeline" not in body:
-                # ``_msearch`` takes no ``search_pipeline`` parameter (3.x refuses it); each
-                # body names its pipeline instead.
-                body = {**body, "search_pipeline": pipeline}
-            lines.append(json.dumps({"index": searches[position].index}))
-            lines.append(json.dumps(body))
         params: dict[str, str] = {}
         if ids_only:
             params["filter_path"] = IDS_ONLY
-        answer = client.msearch(body="\n".join(lines) + "\n", params=params,
-                                request_timeout=300)
+        answer = client.msearch(body=msearch_body([searches[p] for p in chunk], ids_only),
+                                params=params, request_timeout=300)
         return [_result(response, searches[position].index)
                 for position, response in zip(chunk, answer["responses"], strict=True)]
 
@@ -129,6 +118,21 @@ def msearch_batches(client: OpenSearch, searches: list[RenderedSearch], batch: i
             if number + 1 < len(chunks):
                 pending.append(pool.submit(carry(send), *chunks[number + 1]))
             yield chunk, pending[number].result()
+
+
+def msearch_body(searches: list[RenderedSearch], ids_only: bool = False) -> str:
+    """The NDJSON body of one ``_msearch``. ``_msearch`` takes no ``search_pipeline``
+    parameter (3.x refuses it): each body names its pipeline instead."""
+    lines = []
+    for search in searches:
+        body = search.body
+        if ids_only:
+            body = {**body, "_source": False}
+        if search.pipeline and "search_pipeline" not in body:
+            body = {**body, "search_pipeline": search.pipeline}
+        lines.append(json.dumps({"index": search.index}))
+        lines.append(json.dumps(body))
+    return "\n".join(lines) + "\n"
 
 
 def _result(response: dict[str, Any], index: str) -> dict[str, Any] | SearchFailure:

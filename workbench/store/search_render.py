@@ -20,11 +20,13 @@ from workbench.schemas import request_json
 
 PLACEHOLDERS = ("%SearchText%", "%queryText%")
 
+def json_escaped(text: str) -> str:
+    """``text`` as it goes inside a JSON string (quotes and backslashes escaped)."""
+    return json.dumps(text, ensure_ascii=False)[1:-1]
+
+
 # OpenSearch renders Mustache search templates with JSON escaping of the parameters.
-_renderer = pystache.Renderer(
-    escape=lambda text: json.dumps(text, ensure_ascii=False)[1:-1],
-    missing_tags="ignore",
-)
+_renderer = pystache.Renderer(escape=json_escaped, missing_tags="ignore")
 
 
 @dataclass(frozen=True)
@@ -91,25 +93,29 @@ def _has_partial(query: str) -> bool:
         return False
 
 
-def substitute(query: str, query_text: str, custom_fields: dict[str, str] | None = None) -> str:
+def substitute(query: str, query_text: str, custom_fields: dict[str, str] | None = None,
+               escape: bool = False) -> str:
     """Fill the placeholders: Mustache (parameters JSON-escaped, a missing one empty) when the
-    query has ``{{``, otherwise plain replacement of ``%SearchText%`` / ``%queryText%`` (not
-    escaped, as the plugin does; query-set texts cannot hold quotes or backslashes)."""
+    query has ``{{``, otherwise plain replacement of ``%SearchText%`` / ``%queryText%``: not
+    escaped, as the plugin does (query-set texts cannot hold quotes or backslashes), unless
+    ``escape`` (a user's text, as the A/B search gets it)."""
     if uses_mustache(query):
         error = mustache_error(query)
         if error:
             raise BadRequest(error)
         params = {**(custom_fields or {}), **dict.fromkeys(QUERY_TEXT_NAMES, query_text)}
         return str(_renderer.render(query, params))
+    text = json_escaped(query_text) if escape else query_text
     for placeholder in PLACEHOLDERS:
-        query = query.replace(placeholder, query_text)
+        query = query.replace(placeholder, text)
     return query
 
 
 def render(config: dict[str, Any], query_text: str, size: int,
-           custom_fields: dict[str, str] | None = None) -> RenderedSearch:
-    """The search for one query: placeholders filled, parsed, ``size`` forced to ``size``."""
-    text = substitute(str(config.get("query", "")), query_text, custom_fields)
+           custom_fields: dict[str, str] | None = None, escape: bool = False) -> RenderedSearch:
+    """The search for one query: placeholders filled (``substitute``), parsed, ``size`` forced
+    to ``size``."""
+    text = substitute(str(config.get("query", "")), query_text, custom_fields, escape)
     try:
         body = json.loads(text)
     except ValueError:
