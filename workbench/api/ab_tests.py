@@ -10,7 +10,8 @@ versions), ``GET /ab_tests/{id}/_results`` (the verdict) and ``GET /ab_tests/{id
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from flask import Blueprint, Response, current_app, g, request
 
@@ -26,6 +27,7 @@ from workbench.schemas.ab_tests import (
 )
 from workbench.schemas.body import load
 from workbench.schemas.lists import ListBodySchema
+from workbench.services import Services
 from workbench.store.indices import AB_TEST_INDEX
 
 bp = Blueprint("ab_tests", __name__, url_prefix="/ab_tests")
@@ -35,25 +37,31 @@ CLIENT_ID_HEADER = "X-Client-Id"
 TESTS_ONLY = {"term": {"doc_type": definitions.TEST}}
 
 
-def _cache() -> definitions.DefinitionCache:
-    svc = services()
-    found = current_app.extensions.get("workbench.ab_definitions")
+_Kept = TypeVar("_Kept")
+
+
+def _kept(key: str, kind: type[_Kept], build: Callable[[Services], _Kept]) -> _Kept:
+    """The app's one ``kind`` (built from its services at its first use): kept in
+    ``app.extensions`` under ``key``, so every request of the process shares it."""
+    found = current_app.extensions.get(key)
     if found is None:
-        found = definitions.DefinitionCache(svc.client)
-        current_app.extensions["workbench.ab_definitions"] = found
-    assert isinstance(found, definitions.DefinitionCache)
+        found = current_app.extensions[key] = build(services())
+    assert isinstance(found, kind)
     return found
+
+
+def _cache() -> definitions.DefinitionCache:
+    """The tests and configurations this process keeps (``abtests.definitions``)."""
+    return _kept("workbench.ab_definitions", definitions.DefinitionCache,
+                 lambda svc: definitions.DefinitionCache(svc.client))
 
 
 def _writer() -> ImpressionWriter:
-    found = current_app.extensions.get("workbench.ab_impressions")
-    if found is None:
-        svc = services()
-        found = ImpressionWriter(svc.client, svc.config.index_mappings_dir,
-                                 svc.config.ab_flush_seconds, svc.config.ab_queries_index)
-        current_app.extensions["workbench.ab_impressions"] = found
-    assert isinstance(found, ImpressionWriter)
-    return found
+    """The thread that writes this process's impressions in batches."""
+    return _kept("workbench.ab_impressions", ImpressionWriter,
+                 lambda svc: ImpressionWriter(svc.client, svc.config.index_mappings_dir,
+                                              svc.config.ab_flush_seconds,
+                                              svc.config.ab_queries_index))
 
 
 def _require_id(test_id: str) -> None:
