@@ -119,7 +119,7 @@ def test_one_server_per_node_with_health_checks(tmp_path: Path) -> None:
                 "pool-purge-delay 50s\n") in text
     for rule in ("balance roundrobin", "option httpchk", "http-check send meth GET uri /",
                  "http-check expect rstatus ^[1-4]", "retry-on conn-failure empty-response",
-                 "http-request disable-l7-retry unless reads", "retries 1",
+                 "http-request disable-l7-retry unless reads", "retries 3",
                  "option redispatch 1"):
         assert f"\n    {rule}\n" in text
     assert "set-header Host os-a:9200" in text and "u:p" not in text
