@@ -24,7 +24,9 @@ from tests.support.processes import Server, Worker, helper_units, logs_since
 from tests.support.waiting import finished, settled
 from workbench.experiments.context import stable_id
 
-QUERIES = 16
+#: a hybrid run of these is cut into 8 units of 5 queries: long enough for the helper's Celery hop
+#: to come before the parent has done every unit itself, even on a loaded machine
+QUERIES = 40
 DOCS = 4
 EVALUATIONS = "search-relevance-evaluation-result"
 VARIANTS = "search-relevance-experiment-variant"
