@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import weakref
 from dataclasses import dataclass
 from typing import Any, Protocol
 from urllib.parse import urlencode
@@ -46,6 +47,7 @@ class Api:
     def __init__(self, base: str) -> None:
         self.base = base
         self.http = urllib3.PoolManager(retries=False, timeout=120)
+        _CLIENTS.add(self)
 
     def call(self, method: str, path: str, body: Any = None, params: dict[str, Any] | None = None,
              raw: bytes | None = None, headers: dict[str, str] | None = None) -> Reply:
@@ -57,6 +59,19 @@ class Api:
 
     def srw(self, method: str, path: str, body: Any = None, **kwargs: Any) -> Reply:
         return self.call(method, SRW + path, body, **kwargs)
+
+
+#: every ``Api`` still referenced, so that stopping a server can close their connections to it
+_CLIENTS: weakref.WeakSet[Api] = weakref.WeakSet()
+
+
+def close_connections(base: str) -> None:
+    """Close the idle kept-alive connections of every ``Api`` of ``base``. A server stopped
+    with SIGTERM waits up to 2 s for each kept-alive connection before it exits (gunicorn's
+    gthread worker, ``STOP_KEEPALIVE_LINGER``); an ``Api`` used again opens a new one."""
+    for api in list(_CLIENTS):
+        if api.base == base:
+            api.http.clear()
 
 
 class SrwCaller(Protocol):
