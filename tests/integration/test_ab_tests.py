@@ -4,6 +4,7 @@ queries, and the verdict read back from UBI click events."""
 
 from __future__ import annotations
 
+import json
 import time
 import uuid
 from collections.abc import Iterator
@@ -16,6 +17,7 @@ from scipy.stats import binomtest
 
 from tests.support.api import Api, search_configuration
 from tests.support.processes import Server
+from workbench.abtests import definitions, results
 
 AB_INDEX = ".plugins-search-relevance-ab-test"
 MATCH = '{"query":{"match":{"title":"%SearchText%"}}}'
@@ -405,7 +407,8 @@ def click(direct: OpenSearch, index: str, query_id: str, doc_id: str, ordinal: i
 
 
 def test_results_credit_each_impression_and_test_wins_exactly(
-        ab: Api, configs: tuple[str, str], direct: OpenSearch, ubi: dict[str, str]) -> None:
+        ab: Api, configs: tuple[str, str], direct: OpenSearch, ubi: dict[str, str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
     test_id = new_test(ab, configs)
     test = ab.srw("GET", f"/ab_tests/{test_id}").json["hits"]["hits"][0]["_source"]
     team_of = {test["config_a_uuid"]: "A", test["config_b_uuid"]: "B"}
@@ -449,6 +452,14 @@ def test_results_credit_each_impression_and_test_wins_exactly(
     assert (per_query["shoe"]["ties"], per_query["shoe"]["impressions"]) == (1, 3)
     assert result["version"]["version"] == 0
     assert sum(b["impressions"] for b in result["timeline"]["buckets"]) == 7
+    # Read two impressions (and their clicks) at a time, counted page by page: the same answer.
+    monkeypatch.setattr(results, "PAGE", 2)
+    monkeypatch.setattr(results, "IDS_PER_REQUEST", 2)
+    stored = definitions.read(direct, test_id)
+    assert stored is not None
+    paged = results.results(direct, results.Indices(ubi["queries"], events), stored[0], None,
+                            None, None, None)
+    assert json.loads(json.dumps(paged)) == result
     # a window that ends before the impressions holds none of them
     early = ab.srw("GET", f"/ab_tests/{test_id}/_results", params={"to": "2000-01-01"}).json
     assert early["impressions"] == 0 and early["delta_ab"] is None

@@ -13,9 +13,11 @@ clicks. The plugin UI's click documents (``event_attributes.ab_test_id``,
 impression; their totals per configuration, within the version's time, go through the plugin
 UI's own test (``total_clicks``), so a team can compare both readings.
 
-Reads are made as the caller, who must be allowed to read the UBI indices. Memory grows with the
-number of impressions (one small tuple each); clicks are counted by the cluster, per impression
-and document, in a composite aggregation.
+Reads are made as the caller, who must be allowed to read the UBI indices. Impressions are read a
+page at a time (``PAGE``), their clicks counted by the cluster for that page (per impression and
+document, in a composite aggregation), and each impression is then counted and dropped
+(``verdict.Tally``, hourly timeline buckets): memory grows with the distinct queries and hours,
+not with the impressions.
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ from opensearchpy.exceptions import NotFoundError, RequestError
 
 from workbench.abtests.definitions import ABTest, Version, versions
 from workbench.abtests.interleaving import A, B
-from workbench.abtests.verdict import Impression, outcome, total_clicks_test, verdict
+from workbench.abtests.verdict import Tally, total_clicks_test, verdict_of
 from workbench.errors import BadRequest
 
 PAGE = 10_000
@@ -72,27 +74,27 @@ class Indices:
 def results(client: OpenSearch, indices: Indices, test: ABTest, wanted_version: str | None,
             since: str | None, until: str | None, interval: str | None) -> dict[str, Any]:
     """The ``_results`` answer for one version of the test, within ``[since, until)``."""
+    if interval not in (None, "hour", "day"):
+        raise BadRequest(f"interval must be hour or day, got: {interval}")
     all_versions = versions(client, test)
     version = pick_version(test, all_versions, wanted_version)
-    shown = list(_impressions(client, indices.queries, test.test_id, version, since, until))
-    clicked = _clicked(client, indices.events, [s.query_id for s in shown])
-    impressions = []
-    for s in shown:
-        docs = clicked.get(s.query_id, set())
-        teams = [s.teams[d] for d in docs if d in s.teams]
-        impressions.append(Impression(s.query, teams.count(A), teams.count(B)))
-    answer = {
+    tally, hours = Tally(), Hours()
+    fields = _ClickFields.of(client, indices.events)
+    for page in _impression_pages(client, indices.queries, test.test_id, version, since, until):
+        clicked = _clicked(client, indices.events, fields, [s.query_id for s in page])
+        for s in page:
+            teams = [s.teams[d] for d in clicked.get(s.query_id, ()) if d in s.teams]
+            hours.add(s.timestamp, tally.add(s.query, teams.count(A), teams.count(B)))
+    return {
         "test_id": test.test_id,
         "version": version.as_json(),
         "window": {"from": since, "to": until},
-        **verdict(impressions),
-        "timeline": timeline(shown, impressions, interval),
-        "total_clicks": total_clicks_test(sum(i.clicks_a for i in impressions),
-                                          sum(i.clicks_b for i in impressions)),
+        **verdict_of(tally),
+        "timeline": hours.timeline(interval),
+        "total_clicks": total_clicks_test(tally.clicks_a, tally.clicks_b),
         "plugin_ui_clicks": _plugin_ui_clicks(client, indices.events, test.test_id, version,
                                               since, until),
     }
-    return answer
 
 
 def _window(since: str | None, until: str | None) -> list[dict[str, Any]]:
@@ -100,10 +102,10 @@ def _window(since: str | None, until: str | None) -> list[dict[str, Any]]:
     return [{"range": {"timestamp": bounds}}] if bounds else []
 
 
-def _impressions(client: OpenSearch, index: str, test_id: str, version: Version, since: str | None,
-                 until: str | None) -> Iterator[Shown]:
-    """Every recorded impression of the version (pages sorted by ``query_id``); the
-    configuration id keeps out those of a deleted test that had the same id."""
+def _impression_pages(client: OpenSearch, index: str, test_id: str, version: Version,
+                      since: str | None, until: str | None) -> Iterator[list[Shown]]:
+    """Every recorded impression of the version, ``PAGE`` at a time (sorted by ``query_id``);
+    the configuration id keeps out those of a deleted test that had the same id."""
     query = {"bool": {"filter": [
         _keyword_term("query_attributes.ab_test_id", test_id),
         _keyword_term("query_attributes.ab_test_version", str(version.version)),
@@ -111,14 +113,17 @@ def _impressions(client: OpenSearch, index: str, test_id: str, version: Version,
         *_window(since, until)]}}
     fields = ["query_id", "timestamp", "user_query", "query_response_hit_ids",
               "query_attributes"]
-    for hit in _pages(client, index, query, fields, "query_id"):
-        source = hit["_source"]
-        attributes = source.get("query_attributes") or {}
-        ids = source.get("query_response_hit_ids") or []
-        teams = attributes.get("ab_test_teams") or []
-        yield Shown(str(source["query_id"]), str(source.get("timestamp", "")),
-                    str(source.get("user_query", "")),
-                    {str(d): str(t) for d, t in zip(ids, teams, strict=False)})
+    for hits in _pages(client, index, query, fields, "query_id"):
+        yield [_shown(hit["_source"]) for hit in hits]
+
+
+def _shown(source: dict[str, Any]) -> Shown:
+    attributes = source.get("query_attributes") or {}
+    ids = source.get("query_response_hit_ids") or []
+    teams = attributes.get("ab_test_teams") or []
+    return Shown(str(source["query_id"]), str(source.get("timestamp", "")),
+                 str(source.get("user_query", "")),
+                 {str(d): str(t) for d, t in zip(ids, teams, strict=False)})
 
 
 def _keyword_term(field: str, value: str) -> dict[str, Any]:
@@ -130,7 +135,9 @@ def _keyword_term(field: str, value: str) -> dict[str, Any]:
 
 
 def _pages(client: OpenSearch, index: str, query: dict[str, Any], fields: list[str],
-           sort_field: str) -> Iterator[dict[str, Any]]:
+           sort_field: str) -> Iterator[list[dict[str, Any]]]:
+    """The hits, ``PAGE`` at a time (``search_after`` on ``sort_field``); none without the
+    index."""
     after: list[Any] | None = None
     while True:
         body: dict[str, Any] = {"query": query, "size": PAGE, "_source": fields,
@@ -141,7 +148,8 @@ def _pages(client: OpenSearch, index: str, query: dict[str, Any], fields: list[s
             hits = client.search(index=index, body=body)["hits"]["hits"]
         except NotFoundError:
             return
-        yield from hits
+        if hits:
+            yield hits
         if len(hits) < PAGE:
             return
         after = hits[-1]["sort"]
@@ -162,23 +170,34 @@ def _aggregatable(client: OpenSearch, index: str, field: str) -> str:
     return field
 
 
-def _clicked(client: OpenSearch, index: str, query_ids: list[str]) -> dict[str, set[str]]:
+@dataclass(frozen=True)
+class _ClickFields:
+    """The events index's fields a click count aggregates on, as that index maps them."""
+
+    query_id: str
+    object_id: str
+    action: str
+
+    @classmethod
+    def of(cls, client: OpenSearch, index: str) -> _ClickFields:
+        return cls(_aggregatable(client, index, "query_id"),
+                   _aggregatable(client, index, OBJECT_ID),
+                   _aggregatable(client, index, "action_name"))
+
+
+def _clicked(client: OpenSearch, index: str, fields: _ClickFields,
+             query_ids: list[str]) -> dict[str, set[str]]:
     """query id -> the distinct documents clicked in that impression."""
     clicked: dict[str, set[str]] = defaultdict(set)
-    if not query_ids:
-        return clicked
-    query_id = _aggregatable(client, index, "query_id")
-    object_id = _aggregatable(client, index, OBJECT_ID)
-    action = _aggregatable(client, index, "action_name")
     for start in range(0, len(query_ids), IDS_PER_REQUEST):
         chunk = query_ids[start:start + IDS_PER_REQUEST]
-        query = {"bool": {"filter": [{"terms": {query_id: chunk}},
-                                     {"term": {action: "click"}}]}}
+        query = {"bool": {"filter": [{"terms": {fields.query_id: chunk}},
+                                     {"term": {fields.action: "click"}}]}}
         after: dict[str, Any] | None = None
         while True:
             composite: dict[str, Any] = {"size": PAGE, "sources": [
-                {"q": {"terms": {"field": query_id}}},
-                {"d": {"terms": {"field": object_id}}}]}
+                {"q": {"terms": {"field": fields.query_id}}},
+                {"d": {"terms": {"field": fields.object_id}}}]}
             if after:
                 composite["after"] = after
             try:
@@ -195,29 +214,46 @@ def _clicked(client: OpenSearch, index: str, query_ids: list[str]) -> dict[str, 
     return clicked
 
 
-def timeline(shown: list[Shown], impressions: list[Impression],
-             interval: str | None) -> dict[str, Any]:
-    """Wins, ties and impressions per hour or per day (``interval``; by default per day when
-    the impressions span more than three days, else per hour), oldest first."""
-    if interval not in (None, "hour", "day"):
-        raise BadRequest(f"interval must be hour or day, got: {interval}")
-    stamps = [s.timestamp for s in shown if s.timestamp]
-    if interval is None:
-        span = (_parse(max(stamps)) - _parse(min(stamps))).total_seconds() if stamps else 0
-        interval = "day" if span > 3 * 86_400 else "hour"
-    width = 10 if interval == "day" else 13  # "2026-11-27" or "2026-11-27T05"
-    buckets: dict[str, dict[str, int]] = {}
-    for s, imp in zip(shown, impressions, strict=True):
-        key = s.timestamp[:width]
-        bucket = buckets.setdefault(key, {"impressions": 0, "wins_a": 0, "wins_b": 0,
-                                          "ties": 0})
+_HOUR = 13  # "2026-11-27T05" of an ISO timestamp
+_DAY = 10  # "2026-11-27"
+_OUTCOME_COLUMN = {"A": "wins_a", "B": "wins_b", "tie": "ties"}
+
+
+class Hours:
+    """Impressions and their outcomes per hour, counted one impression at a time, and the
+    span of their timestamps: the timeline of the results."""
+
+    def __init__(self) -> None:
+        self.buckets: dict[str, dict[str, int]] = {}
+        self.first: str | None = None
+        self.last: str | None = None
+
+    def add(self, timestamp: str, won: str | None) -> None:
+        if timestamp:
+            self.first = min(self.first or timestamp, timestamp)
+            self.last = max(self.last or timestamp, timestamp)
+        bucket = self.buckets.setdefault(timestamp[:_HOUR], {
+            "impressions": 0, "wins_a": 0, "wins_b": 0, "ties": 0})
         bucket["impressions"] += 1
-        won = outcome(imp.clicks_a, imp.clicks_b)
         if won is not None:
-            bucket[{"A": "wins_a", "B": "wins_b", "tie": "ties"}[won]] += 1
-    rows = [{"start": key + ("T00:00:00Z" if interval == "day" else ":00:00Z"), **counts}
-            for key, counts in sorted(buckets.items())]
-    return {"interval": interval, "buckets": rows}
+            bucket[_OUTCOME_COLUMN[won]] += 1
+
+    def timeline(self, interval: str | None) -> dict[str, Any]:
+        """Wins, ties and impressions per hour or per day (``interval``; by default per day
+        when the impressions span more than three days, else per hour), oldest first."""
+        if interval is None:
+            span = ((_parse(self.last) - _parse(self.first)).total_seconds()
+                    if self.first and self.last else 0)
+            interval = "day" if span > 3 * 86_400 else "hour"
+        width = _DAY if interval == "day" else _HOUR
+        merged: dict[str, dict[str, int]] = {}
+        for hour, counts in self.buckets.items():
+            into = merged.setdefault(hour[:width], dict.fromkeys(counts, 0))
+            for name, count in counts.items():
+                into[name] += count
+        rows = [{"start": key + ("T00:00:00Z" if interval == "day" else ":00:00Z"), **counts}
+                for key, counts in sorted(merged.items())]
+        return {"interval": interval, "buckets": rows}
 
 
 def _parse(stamp: str) -> datetime:

@@ -75,8 +75,41 @@ def delta_ab(wins_a: int, wins_b: int, ties: int) -> float | None:
     return (wins_a + ties / 2) / decided - 0.5
 
 
-def verdict(
-    impressions: Sequence[Impression],
+class Tally:
+    """What the verdict needs of a test's impressions, counted one impression at a time: per
+    query, ``[impressions, wins_a, wins_b, ties]``, and the clicks of each team. A results read
+    keeps this, not the impressions, so its memory grows with the distinct queries only."""
+
+    def __init__(self) -> None:
+        self.per_query: dict[str, list[int]] = {}
+        self.clicks_a = 0
+        self.clicks_b = 0
+
+    def add(self, query: str, clicks_a: int, clicks_b: int) -> str | None:
+        """Count one impression; its ``outcome``."""
+        row = self.per_query.setdefault(query, [0, 0, 0, 0])
+        row[0] += 1
+        result = outcome(clicks_a, clicks_b)
+        if result is not None:
+            row[{"A": 1, "B": 2, "tie": 3}[result]] += 1
+        self.clicks_a += clicks_a
+        self.clicks_b += clicks_b
+        return result
+
+
+def verdict(impressions: Sequence[Impression], *, alpha: float = 0.05,
+            confidence: float = 0.95, resamples: int = 2000, seed: int = 0,
+            min_decided: int = 100) -> dict[str, Any]:
+    """``verdict_of`` the impressions, counted."""
+    tally = Tally()
+    for impression in impressions:
+        tally.add(impression.query, impression.clicks_a, impression.clicks_b)
+    return verdict_of(tally, alpha=alpha, confidence=confidence, resamples=resamples,
+                      seed=seed, min_decided=min_decided)
+
+
+def verdict_of(
+    tally: Tally,
     *,
     alpha: float = 0.05,
     confidence: float = 0.95,
@@ -90,18 +123,8 @@ def verdict(
     is a percentile bootstrap of Δ_AB over distinct queries (seeded, so a report is repeatable);
     ``warning`` says when too few impressions had a click for the verdict to be trusted.
     """
-    tallies: dict[str, list[int]] = {}  # query -> [impressions, wins_a, wins_b, ties]
-    for impression in impressions:
-        row = tallies.setdefault(impression.query, [0, 0, 0, 0])
-        row[0] += 1
-        result = outcome(impression.clicks_a, impression.clicks_b)
-        if result == "A":
-            row[1] += 1
-        elif result == "B":
-            row[2] += 1
-        elif result == "tie":
-            row[3] += 1
-
+    tallies = tally.per_query  # query -> [impressions, wins_a, wins_b, ties]
+    shown = sum(row[0] for row in tallies.values())
     wins_a = sum(row[1] for row in tallies.values())
     wins_b = sum(row[2] for row in tallies.values())
     ties = sum(row[3] for row in tallies.values())
@@ -131,9 +154,9 @@ def verdict(
                    "before the verdict can be trusted.")
 
     return {
-        "impressions": len(impressions),
+        "impressions": shown,
         "impressions_with_clicks": decided,
-        "impressions_without_clicks": len(impressions) - decided,
+        "impressions_without_clicks": shown - decided,
         "wins_a": wins_a,
         "wins_b": wins_b,
         "ties": ties,
