@@ -1,7 +1,7 @@
 """Run the benchmarks and write ``report.md`` and ``report.json``.
 
     workbench bench [--only ubi,llm,llama,pointwise,passthrough,metrics,redaction,scale,memory,
-                           ab_search]
+                           ab_search,ab_results]
                     [--quick] [--out DIR]
 
 Services come from OPENSEARCH_URL / REDIS_URL or are started as for the tests.
@@ -19,7 +19,7 @@ from scripts.bench.common import Bench, Result, machine, previous_results, write
 from scripts.paths import output
 
 BENCHMARKS = ("metrics", "redaction", "passthrough", "pointwise", "llm", "llama", "ubi",
-              "scale", "memory", "ab_search")
+              "scale", "memory", "ab_search", "ab_results")
 
 
 def main(argv: list[str] | None = None) -> int:
