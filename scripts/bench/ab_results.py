@@ -26,7 +26,7 @@ from typing import Any
 from opensearchpy.helpers import bulk
 
 from scripts.bench.common import Bench, Result
-from scripts.bench.memory import MIB, Sampler, _settled
+from scripts.bench.memory import MIB, Sampler, settled_rss
 from tests.support.api import Api
 from workbench.config import Config
 
@@ -105,7 +105,7 @@ def run(bench: Bench) -> list[Result]:
         written = size
         client.indices.refresh(index=f"{QUERIES_INDEX},{EVENTS_INDEX}")
         if not baseline:
-            baseline = _settled(server.pid)
+            baseline = settled_rss(server.pid)
         sampler = Sampler(server.pid)
         sampler.start()
         started = time.perf_counter()

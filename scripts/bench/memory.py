@@ -123,7 +123,7 @@ def _wait_done(api: Api, judgment: str, timeout: float = 600) -> str:
     raise TimeoutError(judgment)
 
 
-def _settled(pid: int, seconds: float = 3.0) -> int:
+def settled_rss(pid: int, seconds: float = 3.0) -> int:
     """The median of a few samples over ``seconds`` (RSS moves a little while idle)."""
     samples = []
     for _ in range(int(seconds / 0.5)):
@@ -141,7 +141,7 @@ def measure(bench: Bench, body: bytes, prefix: list[str] | None = None, **env: s
     try:
         _warm_up(server)
         print(f"   (server and warm-up: {time.perf_counter() - started:.1f} s)", flush=True)
-        baseline = _settled(server.pid)
+        baseline = settled_rss(server.pid)
         workers_before = sorted(server.worker_pids())
         sampler = Sampler(server.pid)
         sampler.start()
