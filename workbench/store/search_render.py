@@ -20,6 +20,7 @@ from workbench.schemas import request_json
 
 PLACEHOLDERS = ("%SearchText%", "%queryText%")
 
+
 def json_escaped(text: str) -> str:
     """``text`` as it goes inside a JSON string (quotes and backslashes escaped)."""
     return json.dumps(text, ensure_ascii=False)[1:-1]
