@@ -78,6 +78,16 @@ def _url(raw: str) -> str:
     return raw.strip().rstrip("/")
 
 
+def _separator(entry: str) -> str | None:
+    """How an entry of ``OPENSEARCH_URL`` that holds several nodes separates them, if it does:
+    ``semicolons`` or ``spaces`` (never part of a URL's host and port; a password may hold a
+    semicolon, so only one after the credentials, or before a second ``scheme://``, counts)."""
+    netloc = urlsplit(entry).netloc.rsplit("@", 1)[-1]
+    if ";" in netloc or re.search(r";\s*[A-Za-z][A-Za-z0-9+.-]*://", entry):
+        return "semicolons"
+    return "spaces" if re.search(r"\s", entry) else None
+
+
 def _node_urls(raw: str) -> str:
     """One node's URL, or the nodes of one cluster separated by commas, as every OpenSearch client
     takes them: each http or https with a host (and a numeric port), all alike in scheme, path and
@@ -91,6 +101,12 @@ def _node_urls(raw: str) -> str:
         if not entry:
             raise ValueError(f"entry {number} is empty: separate node URLs with single commas"
                              if several else "expected a URL such as http://localhost:9200")
+        separator = _separator(entry)
+        if separator:
+            shown = re.sub(r"//[^/@]*@", "//", entry)  # every URL's credentials
+            shown = f"entry {number} ({shown!r})" if several else repr(shown)
+            raise ValueError(f"{shown} is not one node URL: separate the nodes with commas, "
+                             f"not {separator}")
         parts = urlsplit(entry)
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise ValueError(f"{label} is not a node URL such as http://localhost:9200")

@@ -58,8 +58,8 @@ def run_cli(env: dict[str, str], *args: str,
      "entry 2 ('https://127.0.0.1:9502') uses https where entry 1 uses http: the nodes of one "
      "cluster share a scheme"),
     ("http://127.0.0.1:9501;http://127.0.0.1:9502",
-     "'http://127.0.0.1:9501;http://127.0.0.1:9502' has a port that is not a number from 0 to "
-     "65535"),
+     "'http://127.0.0.1:9501;http://127.0.0.1:9502' is not one node URL: separate the nodes "
+     "with commas, not semicolons"),
 ])
 def test_a_bad_node_list_stops_every_command_before_it_starts(
         redis_url: str, command: str, url: str, message: str) -> None:

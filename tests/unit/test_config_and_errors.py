@@ -102,6 +102,21 @@ def test_several_nodes_of_one_cluster() -> None:
      "set, in every entry alike or in OPENSEARCH_USERNAME/OPENSEARCH_PASSWORD"),
     ("http://a:9200,http://A:9200",
      "OPENSEARCH_URL: entry 2 ('http://A:9200') names a node already listed"),
+    ("http://a:9200;http://b:9200",
+     "OPENSEARCH_URL: 'http://a:9200;http://b:9200' is not one node URL: separate the nodes "
+     "with commas, not semicolons"),
+    ("http://a;http://b",
+     "OPENSEARCH_URL: 'http://a;http://b' is not one node URL: separate the nodes with commas, "
+     "not semicolons"),
+    ("http://u:secret@a:9200; http://u:secret@b:9200",
+     "OPENSEARCH_URL: 'http://a:9200; http://b:9200' is not one node URL: separate the nodes "
+     "with commas, not semicolons"),
+    ("http://a:9200 http://b:9200",
+     "OPENSEARCH_URL: 'http://a:9200 http://b:9200' is not one node URL: separate the nodes "
+     "with commas, not spaces"),
+    ("http://c:9200,http://a:9200 http://b:9200",
+     "OPENSEARCH_URL: entry 2 ('http://a:9200 http://b:9200') is not one node URL: separate the "
+     "nodes with commas, not spaces"),
     ("http://a:9200?x=1", "OPENSEARCH_URL: 'http://a:9200?x=1' has a query or fragment; a node "
                           "URL has neither"),
     ("", "OPENSEARCH_URL: expected a URL such as http://localhost:9200"),
