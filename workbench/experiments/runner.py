@@ -106,5 +106,7 @@ def run(svc: Services, experiment_id: str) -> None:
     try:
         repo.put(done, seq_no=hit["_seq_no"], primary_term=hit["_primary_term"])
     except (ConflictError, NotFoundError):
-        log.warning("experiment %s changed or was deleted while it ran; result dropped",
-                    experiment_id)
+        # A write sent again after its node died may find its own first attempt applied.
+        if not repo.holds(experiment_id, done):
+            log.warning("experiment %s changed or was deleted while it ran; result dropped",
+                        experiment_id)

@@ -7,6 +7,7 @@ missing index reads as empty. Every write refreshes, so it is visible as soon as
 
 from __future__ import annotations
 
+import json
 import uuid
 from datetime import UTC, datetime
 from typing import Any
@@ -68,6 +69,25 @@ class Repository:
         return self.client.index(
             index=self.index, id=doc["id"], body=doc, refresh="true", **kwargs
         )
+
+    def holds(self, doc_id: str, fields: dict[str, Any]) -> bool:
+        """Whether the document now holds exactly ``fields`` (compared as stored, in JSON).
+
+        A conditional write (``put`` with ``seq_no``) that fails with a conflict may have been
+        applied all the same: when its node died with the write on its way, the write is sent
+        again (by opensearch-py to another node, or by the cluster to the replica promoted in
+        the dead primary's place) and that second attempt finds the document already at the
+        next version. The caller then asks this before calling it a conflict."""
+        try:
+            hit = self.get_hit(doc_id)
+        except NotFoundError:
+            return False
+        if hit is None:
+            return False
+        stored = hit["_source"]
+        # as the client sent them and a read gives them back (tuples as lists, and so on)
+        sent = json.loads(self.client.transport.serializer.dumps(fields))
+        return all(key in stored and stored[key] == value for key, value in sent.items())
 
     def update_fields(self, doc_id: str, fields: dict[str, Any]) -> None:
         """Replace the given top-level fields (whole values, not merged objects)."""
