@@ -269,3 +269,52 @@ def test_a_worker_cut_off_from_redis_finishes_its_job_once_the_network_is_back(
         worker.stop()
         server.stop()
         relay.stop()
+
+
+def fan_keys(stack: Stack, judgment_id: str) -> list[str]:
+    """The fan-out keys of any run of the judgment's job still in Redis."""
+    import redis
+
+    client = redis.Redis.from_url(stack.redis.url)
+    return [k.decode() for k in client.scan_iter(f"wb:fan:llm_judgment:{judgment_id}:*")]
+
+
+@pytest.mark.parametrize("fault", ["SIGTERM", "SIGKILL"])
+def test_a_split_llm_judgment_pays_each_prompt_once_across_a_broker_restart(
+    stack: Stack, world: dict[str, str], llm: LLMServer, fault: str,
+) -> None:
+    """The LLM judgment of the 200 queries, split (one unit a query), runs on both workers
+    beside a pointwise experiment and a UBI judgment when Redis is restarted: the job waits
+    Redis out in place, so the stand-in model sees each prompt once (a call in flight at the
+    moment may be made again: at most WORKBENCH_LLM_CONCURRENCY per worker), the usage counts
+    exactly the calls made, and nothing of the run is left in Redis."""
+    api = stack.api
+    consumers = stack.consumers()
+    body = dict(jobs(world)["llm"][1], querySetId=world["shop"], overwriteCache=False)
+    llm.latency = 0.3  # 200 calls, 2 at a time per process: the outage comes in the middle
+    try:
+        path = start(api, "/judgments", body, "judgment_id")
+        running(api, path, lambda _: llm.calls >= 20)
+        others = {"pointwise": start(api, "/experiments", {
+            "type": "POINTWISE_EVALUATION", "querySetId": world["shop"],
+            "searchConfigurationList": [world["titles"]], "judgmentList": [world["imported"]],
+            "size": DOCS}, "experiment_id"), "ubi": start(api, *jobs(world)["ubi"])}
+        time.sleep(1.2)  # the append-only file is written every second
+        before = llm.calls
+        stack.redis = stack.redis.restart(getattr(signal, fault), down=3)
+        doc = finished(api, path)
+    finally:
+        llm.latency = 0.0
+    assert 20 <= before < SHOP, "the outage did not come while the judgment ran"
+    assert doc["status"] == "COMPLETED", doc["metadata"]
+    assert doc["metadata"]["successfulQueries"] == SHOP
+    for name, other in others.items():
+        assert finished(api, other)["status"] == "COMPLETED", name
+    prompts = [r.user for r in llm.requests]
+    assert len(set(prompts)) == SHOP
+    repeated = len(prompts) - len(set(prompts))
+    assert repeated <= 2 * len(stack.workers), f"{repeated} prompts sent again"
+    assert doc["metadata"]["usage"]["llmCalls"] == len(prompts)
+    assert fan_keys(stack, doc["id"]) == []
+    assert stack.consumers() == consumers
+    api.srw("DELETE", f"/experiments/{others['pointwise'].rsplit('/', 1)[1]}")

@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 import redis
 
+from tests.support.processes import RedisServer, free_port
 from workbench.config import Config
 from workbench.jobs import fanout
 from workbench.jobs.base import JobFailed
@@ -180,3 +181,65 @@ def test_a_helper_that_declines_takes_no_unit(svc: Services) -> None:
     assert [o["squares"][0] for o in out] == [0, 9, 36, 81, 144, 225]
     time.sleep(0.2)
     assert Squares.helped == [0]  # one helper was asked, and did nothing
+
+
+def test_a_run_replaced_by_another_of_its_entity_is_stopped_and_forgotten(
+        svc: Services) -> None:
+    """The job ran again with other units (its inputs changed meanwhile): the earlier run is
+    stopped (its helpers take no more units), its keys are deleted and what its units spent is
+    handed to the caller, who counts it (an LLM judgment's usage)."""
+    entity = uuid.uuid4().hex
+    earlier = fanout.Keys(fanout.run_name(KIND, entity, {}, units(4)))
+    fanout.publish(svc.redis, earlier, {}, units(4))
+    crew = fanout.Crew(svc.redis, earlier, Squares(svc, entity, {}), 5.0, waits=False)
+    for _ in range(2):
+        number, payload = crew.take() or ("", [])
+        crew.take((number, Squares(svc, entity, {}).unit(payload)), more=False)
+    spent: list[dict[str, int]] = []
+    out = fanout.spread(svc, KIND, entity, {}, units(3), [3] * 3, None, retired=spent.append)
+    assert [o["squares"][0] for o in out] == [0, 9, 36]
+    assert spent == [{"numbers": 6}]
+    assert not list(svc.redis.scan_iter(f"wb:fan:test_squares:{entity}:*"))
+    with pytest.raises(fanout.RunGone):  # its helpers find it gone and stop
+        crew.take()
+
+
+def test_units_done_while_redis_restarts_are_kept_and_done_once(
+        env: dict[str, str], tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Redis (with its append-only file) is stopped for 2 s while a run's units are being done
+    here and by a helper: every call waits it out in place, so every unit is done exactly once
+    and the run ends as if nothing happened."""
+    server = RedisServer(free_port(), str(tmp_path))
+    try:
+        services = Services(Config.from_env(dict(env, REDIS_URL=server.url,
+                                                 WORKBENCH_LEASE_SECONDS="30")))
+        fanout.KINDS[KIND] = Squares
+        Squares.done = []
+        helpers: list[threading.Thread] = []
+
+        def queue_helper(kind_name: str, entity_id: str, run: str) -> None:
+            if helpers:  # one helper: a second "worker process"
+                return
+            thread = threading.Thread(target=fanout.help_run,
+                                      args=(services, kind_name, entity_id, run), daemon=True)
+            helpers.append(thread)
+            thread.start()
+
+        monkeypatch.setattr(fanout, "queue_helper", queue_helper)
+        payloads = units(40)
+        box: dict[str, Any] = {}
+        runner = threading.Thread(target=lambda: box.update(out=fanout.spread(
+            services, KIND, uuid.uuid4().hex, {"delay": 0.3}, payloads, [3] * 40, None)))
+        runner.start()
+        time.sleep(1.2)  # some units done and stored (the file is written every second)
+        done_before = len(Squares.done)
+        server = server.restart(15, down=2)  # SIGTERM: it saves and exits
+        runner.join(60)
+        for thread in helpers:
+            thread.join(10)
+        assert 0 < done_before < 120
+        assert [o["squares"] for o in box["out"]] == [[n * n for n in p] for p in payloads]
+        assert sorted(Squares.done) == list(range(120))  # each number once
+    finally:
+        fanout.KINDS.pop(KIND, None)
+        server.stop()

@@ -41,7 +41,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 import redis
 
@@ -55,6 +55,8 @@ from workbench.store.identity import carry, current
 from workbench.telemetry import instruments
 
 log = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 HELPER_TASK = "workbench.jobs.help"
 #: a unit result's key for counts summed over the run as units finish (read for progress)
@@ -72,6 +74,8 @@ SPLIT_COST_SECONDS = 0.25
 SPLIT_MARGIN = 4.0
 #: fewer queries than this are never split when the decision is automatic
 AUTO_MIN_QUERIES = 100
+#: longest pause between two tries of a Redis call while Redis is away (``Patience``)
+PATIENCE_BACKOFF_MAX = 1.0
 
 # Store the result of the unit just done, if any (once, and drop its lease); then take the next
 # unit (or one whose holder's lease lapsed): false when stopped or nothing is left, -1 when the
@@ -176,6 +180,59 @@ class UnitFailed(JobFailed):
     """A unit failed for good (not a passing outage); the whole run fails with its reason."""
 
 
+class Patience:
+    """Waits out a Redis that is away, in place, for every Redis call of one run in this
+    process: a call that cannot reach Redis is tried again (0.05 s, doubling to
+    ``PATIENCE_BACKOFF_MAX``) until it works or ``budget`` seconds have passed since the outage
+    began. So a Redis restart costs a split job the outage and nothing more: a unit done while
+    Redis was away keeps its result (stored once Redis is back), no lease lapses for want of a
+    holder that gave up, and the job is not run again from the start (a run again would pay
+    again for the units in flight). One WARNING line when an outage begins and one INFO line
+    when Redis answers again, for the whole run in this process (its threads share this)."""
+
+    def __init__(self, budget: float, what: str) -> None:
+        self.budget = budget
+        self.what = what
+        self.lock = threading.Lock()
+        self.since: float | None = None  # when the current outage began (monotonic)
+
+    def call(self, action: Callable[[], T]) -> T:
+        delay = 0.05
+        while True:
+            try:
+                result = action()
+            except RunGone:
+                raise
+            except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError) as exc:
+                left = self._lost(exc)
+                if left <= 0:
+                    raise
+                time.sleep(min(delay, left))
+                delay = min(delay * 2, PATIENCE_BACKOFF_MAX)
+                continue
+            if self.since is not None:
+                self._back()
+            return result
+
+    def _lost(self, exc: BaseException) -> float:
+        """Seconds left of the budget for the outage ``exc`` belongs to."""
+        with self.lock:
+            now = time.monotonic()
+            if self.since is None:
+                self.since = now
+                log.warning("%s: Redis is unreachable (%s); waiting for it here, at most %.0f s",
+                            self.what, type(exc).__name__, self.budget)
+            return self.budget - (now - self.since)
+
+    def _back(self) -> None:
+        with self.lock:
+            if self.since is None:
+                return
+            log.info("%s: Redis answers again after %.1f s; carrying on", self.what,
+                     time.monotonic() - self.since)
+            self.since = None
+
+
 @dataclass(frozen=True)
 class Keys:
     run: str
@@ -230,10 +287,12 @@ class Crew:
     unit at a time, and one heartbeat renewing the leases of the units held."""
 
     def __init__(self, r: redis.Redis, keys: Keys, worker: UnitWorker, lease_seconds: float,
-                 waits: bool) -> None:
+                 waits: bool, patience: Patience | None = None) -> None:
         """``waits``: the parent's crew keeps looking for units until every unit is done (it
-        takes over those whose holder died); a helper's crew ends when nothing is left."""
+        takes over those whose holder died); a helper's crew ends when nothing is left.
+        ``patience``: how its Redis calls wait out an outage (none: not at all)."""
         self.redis = r
+        self.patience = patience or Patience(0.0, keys.run)
         self.keys = keys
         self.worker = worker
         self.lease_ms = max(1000, int(lease_seconds * 1000))
@@ -254,11 +313,15 @@ class Crew:
         next unit (None: stopped, or nothing to take now)."""
         number, result = finished if finished is not None else ("", None)
         tally = result.pop(TALLY, None) if isinstance(result, dict) else None
-        found = self._take(keys=[self.keys.todo, self.keys.taken, self.keys.units,
-                                 self.keys.stop, self.keys.done, self.keys.tally],
-                           args=[self.holder, self.lease_ms, number,
-                                 json.dumps(result, separators=(",", ":")), "1" if more else "",
-                                 json.dumps(tally) if tally else "", KEY_TTL])
+        args: list[str | int] = [
+            self.holder, self.lease_ms, number, json.dumps(result, separators=(",", ":")),
+            "1" if more else "", json.dumps(tally) if tally else "", KEY_TTL]
+        # Tried again until Redis answers: storing a result twice keeps the first (HSETNX). A
+        # unit taken by a call whose answer was lost stays held by no thread; its lease lapses
+        # and it is taken again, never done twice at once.
+        found = self.patience.call(lambda: self._take(
+            keys=[self.keys.todo, self.keys.taken, self.keys.units, self.keys.stop,
+                  self.keys.done, self.keys.tally], args=args))
         if found == -1:
             raise RunGone(f"the units of {self.keys.run} are no longer in Redis")
         with self.lock:
@@ -271,21 +334,25 @@ class Crew:
 
     def give_back(self, number: str) -> None:
         with contextlib.suppress(redis.exceptions.RedisError):  # else its lease lapses
-            self.redis.eval(_GIVE_BACK, 2, self.keys.taken, self.keys.todo, number, self.holder,
-                            KEY_TTL)
+            self.patience.call(lambda: self.redis.eval(
+                _GIVE_BACK, 2, self.keys.taken, self.keys.todo, number, self.holder, KEY_TTL))
         with self.lock:
             self.held.discard(number)
 
     def stop(self) -> None:
         """Nothing more is taken by anyone (a cancel, or a unit that failed for good)."""
         self.stopping.set()
-        self.redis.set(self.keys.stop, "1", ex=KEY_TTL)
+        self.patience.call(lambda: self.redis.set(self.keys.stop, "1", ex=KEY_TTL))
 
     def reclaim_dead(self) -> int:
-        return reclaim_dead(self.redis, self.keys)
+        return self.patience.call(lambda: reclaim_dead(self.redis, self.keys))
 
     def complete(self) -> bool:
-        return int(self.redis.hlen(self.keys.done)) >= self.total
+        return self.patience.call(lambda: int(self.redis.hlen(self.keys.done))) >= self.total
+
+    def stopped(self) -> bool:
+        """The run's stop flag is set (cancelled, or a unit failed for good)."""
+        return bool(self.patience.call(lambda: self.redis.exists(self.keys.stop)))
 
     def _beat(self) -> None:
         while not self.stopping.wait(self.lease_ms / 3000):
@@ -311,7 +378,7 @@ class Crew:
             if found is None:
                 if self.stopping.is_set() or not (self.waits and waiter):
                     return
-                if self.redis.exists(self.keys.stop) or self.complete():
+                if self.stopped() or self.complete():
                     return
                 if time.monotonic() - reclaimed_at >= RECLAIM_EVERY:
                     reclaimed_at = time.monotonic()
@@ -475,27 +542,40 @@ def tally(r: redis.Redis, keys: Keys) -> dict[str, int]:
 
 def spread(svc: Services, kind_name: str, entity_id: str, head: Any, payloads: Sequence[Any],
            weights: Sequence[int], control: JobControl | None,
-           progress_tally: bool = False, own: UnitWorker | None = None) -> list[Any]:
+           progress_tally: bool = False, own: UnitWorker | None = None,
+           retired: Callable[[dict[str, int]], None] | None = None) -> list[Any]:
     """Run every unit (here and on any free worker) and return their results in order.
 
     ``weights`` are the progress units (queries, pairs) of each unit; ``control`` gets progress
     (with ``progress_tally``, its ``usage`` is the run's tally) and its cancel stops every
     participant from taking more units: the units in flight, here and on other workers,
     finish, then ``Cancelled`` is raised. ``own`` is this process's unit worker when the caller
-    has one ready (built from what it already loaded); else it is built like a helper's."""
+    has one ready (built from what it already loaded); else it is built like a helper's.
+    ``retired`` is given the tally of an earlier run of this entity with other units (its
+    job ran again on inputs that changed meanwhile), which this run stops and forgets: what it
+    spent is the caller's to count. Redis being away is waited out in place (``Patience``,
+    up to ``WORKBENCH_OUTAGE_BUDGET``)."""
     keys = Keys(run_name(kind_name, entity_id, head, payloads))
     r = svc.redis
+    patience = Patience(svc.config.outage_budget, f"{kind_name} {entity_id}")
     started = time.monotonic()
-    already = publish(r, keys, head, payloads)
+    old = patience.call(lambda: retire_others(r, keys, svc.config.lease_seconds))
+    if old and retired is not None:
+        retired(old)
+    already = patience.call(lambda: publish(r, keys, head, payloads))
     log.info("%s %s split into %d units (%d done before)", kind_name, entity_id, len(payloads),
              already)
     worker = own or unit_worker(svc, kind_name, entity_id, head)
-    crew = Crew(r, keys, worker, svc.config.lease_seconds, waits=True)
+    crew = Crew(r, keys, worker, svc.config.lease_seconds, waits=True, patience=patience)
     crew.total = len(payloads)
     if control is not None and progress_tally:
-        control.usage = lambda: tally(r, keys)
+        control.usage = _last_known(lambda: tally(r, keys))
     if already < len(payloads):
-        queue_helper(kind_name, entity_id, keys.run)
+        try:
+            queue_helper(kind_name, entity_id, keys.run)
+        except Exception as exc:  # noqa: BLE001 - the parent does every unit itself then
+            log.warning("%s %s: no helper could be queued (%s); this worker does the units",
+                        kind_name, entity_id, failure_reason(exc))
     runner = threading.Thread(target=carry(_work_closing), args=(crew, worker),
                               name="fanout-parent", daemon=True)
     runner.start()
@@ -506,9 +586,10 @@ def spread(svc: Services, kind_name: str, entity_id: str, head: Any, payloads: S
     first = crew.errors[0] if crew.errors else None
     if first is not None and (is_transient(first) or not isinstance(first, Exception)):
         raise first  # waited out by the job: the run's keys stay for its next attempt
-    out = results(r, keys, len(payloads))
-    done_tally = tally(r, keys)
-    r.delete(*keys.all())  # merged or failed: a helper that comes late finds nothing
+    out = patience.call(lambda: results(r, keys, len(payloads)))
+    done_tally = patience.call(lambda: tally(r, keys))
+    # merged or failed: a helper that comes late finds nothing
+    patience.call(lambda: r.delete(*keys.all()))
     failed = next((o for o in out if isinstance(o, dict) and "unitError" in o), None)
     if failed is not None:  # a unit failed for good, here or on another worker
         raise with_tally(UnitFailed(failed["unitError"]), done_tally)
@@ -519,6 +600,65 @@ def spread(svc: Services, kind_name: str, entity_id: str, head: Any, payloads: S
     if any(o is None for o in out):
         raise JobFailed(f"{out.count(None)} of {len(out)} units of the job were not done")
     return out
+
+
+def _last_known(read: Callable[[], dict[str, int]]) -> Callable[[], dict[str, int]]:
+    """``read``, answering what it last read while Redis is away (progress is informative:
+    it must not wait, nor fail the job)."""
+    last: dict[str, int] = {}
+
+    def reading() -> dict[str, int]:
+        nonlocal last
+        with contextlib.suppress(redis.exceptions.RedisError):
+            last = read()
+        return last
+
+    return reading
+
+
+#: what every fan-out key starts with: ``wb:fan:``
+_PREFIX = fanout_key("", "")[:-1]
+
+
+def runs_of(r: redis.Redis, kind_name: str, entity_id: str) -> set[str]:
+    """The names of every run of this entity's job of ``kind_name`` that Redis holds."""
+    found = set()
+    for key in r.scan_iter(f"{_PREFIX}{kind_name}:{entity_id}:*", count=500):
+        run_and_part = _text(key)[len(_PREFIX):]
+        found.add(run_and_part.rsplit(":", 1)[0])
+    return found
+
+
+def retire_others(r: redis.Redis, keys: Keys, lease_seconds: float) -> dict[str, int]:
+    """Stop and forget every other run of the entity ``keys`` names (an earlier run of the
+    same job whose units differ: the job ran again after its inputs changed, say ratings
+    cached meanwhile), so its helpers stop taking units and no key of it is left behind.
+    Units in flight finish first (at most one lease period); returns the sum of the retired
+    runs' tallies (what their units spent)."""
+    kind_name, entity_id, _ = keys.run.split(":", 2)
+    total: dict[str, int] = {}
+    for run in runs_of(r, kind_name, entity_id) - {keys.run}:
+        old = Keys(run)
+        r.set(old.stop, "1", ex=KEY_TTL)
+        reclaim_dead(r, old)
+        deadline = time.monotonic() + lease_seconds
+        while r.hlen(old.taken) and time.monotonic() < deadline:
+            time.sleep(POLL)
+        spent = tally(r, old)
+        for name, count in spent.items():
+            total[name] = total.get(name, 0) + count
+        r.delete(*old.all())
+        log.info("run %s stopped and forgotten: run %s replaces it (its units spent %s)", run,
+                 keys.run, spent or "nothing")
+    return total
+
+
+def forget_runs(r: redis.Redis, entity_id: str) -> int:
+    """Delete every run of the entity's jobs (its job ended for good: nothing will resume
+    them); returns how many keys were deleted."""
+    pattern = fanout_key(f"*:{entity_id}:*", "*")
+    found = list(r.scan_iter(pattern, count=500))
+    return int(r.delete(*found)) if found else 0
 
 
 def _work_closing(crew: Crew, worker: UnitWorker) -> None:
@@ -549,10 +689,11 @@ def _watch(crew: Crew, runner: threading.Thread, keys: Keys, weights: Sequence[i
             runner.join()
             _drain(crew, keys)
             cancelled = control.error()  # its progress reads the tally: before the keys go
-            with_tally(cancelled, tally(crew.redis, keys))
-            crew.redis.delete(*keys.all())
+            with_tally(cancelled, crew.patience.call(lambda: tally(crew.redis, keys)))
+            crew.patience.call(lambda: crew.redis.delete(*keys.all()))
             raise cancelled
-        done = [int(k) for k in crew.redis.hkeys(keys.done)] if control.due() else None
+        done = [int(k) for k in crew.patience.call(lambda: crew.redis.hkeys(keys.done))] \
+            if control.due() else None
         if done is not None:
             control.reach(sum(weights[n] for n in done if n < len(weights)))
     if control is not None and not crew.errors:
@@ -563,7 +704,8 @@ def _drain(crew: Crew, keys: Keys) -> None:
     """After a stop: wait until no unit is held by a live holder (units in flight on other
     workers finish and write what they write), at most one lease period."""
     deadline = time.monotonic() + crew.lease_ms / 1000
-    while crew.redis.hlen(keys.taken) and time.monotonic() < deadline:
+    while crew.patience.call(lambda: crew.redis.hlen(keys.taken)) \
+            and time.monotonic() < deadline:
         time.sleep(POLL)
 
 
@@ -577,19 +719,24 @@ def help_run(svc: Services, kind_name: str, entity_id: str, run: str) -> int:
     process did. The first unit taken queues one more helper when units remain."""
     keys = Keys(run)
     r = svc.redis
-    raw = r.get(keys.head)
-    if raw is None or r.exists(keys.stop) or not r.llen(keys.todo):
+    patience = Patience(svc.config.outage_budget, f"helper of {kind_name} {entity_id}")
+    raw = patience.call(lambda: r.get(keys.head))
+    if raw is None or patience.call(lambda: r.exists(keys.stop) or not r.llen(keys.todo)):
         return 0
     try:
         worker = unit_worker(svc, kind_name, entity_id, json.loads(raw))
     except Decline as exc:
         log.warning("%s %s: this worker does not help: %s", kind_name, entity_id, exc)
         return 0
-    crew = Crew(r, keys, worker, svc.config.lease_seconds, waits=False)
+    crew = Crew(r, keys, worker, svc.config.lease_seconds, waits=False, patience=patience)
 
     def more() -> None:
-        if r.llen(keys.todo):
-            queue_helper(kind_name, entity_id, run)
+        try:
+            if r.llen(keys.todo):
+                queue_helper(kind_name, entity_id, run)
+        except Exception as exc:  # noqa: BLE001 - a helper more is a gain, not a need
+            log.info("%s %s: no further helper queued (%s)", kind_name, entity_id,
+                     type(exc).__name__)
 
     try:
         crew.work(on_first=more)

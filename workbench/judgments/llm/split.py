@@ -56,15 +56,15 @@ def rate(svc: Services, judgment_id: str, judge: LlmRater, targets: list[Target]
     if control is not None:
         control.phase = "rating"
     try:
+        # An earlier run of this judgment that the job replaces (it ran again, and ratings
+        # cached meanwhile changed its units) was paid for too: its calls are in the usage.
         results = fanout.spread(svc, KIND, judgment_id, head, payloads, [1] * len(payloads),
-                                control, progress_tally=True)
+                                control, progress_tally=True,
+                                retired=lambda spent: judge.usage.add(tallied(spent)))
     except Exception as exc:
         # Cancelled or failed: the units done anywhere were paid for; the job's ERROR keeps them
         # (``runner.keeping_usage``).
-        done = getattr(exc, "run_tally", None) or {}
-        judge.usage.add(JobUsage(input_tokens=done.get("inputTokens", 0),
-                                 output_tokens=done.get("outputTokens", 0),
-                                 llm_calls=done.get("llmCalls", 0)))
+        judge.usage.add(tallied(getattr(exc, "run_tally", None) or {}))
         raise
     outcomes = [Outcome() for _ in targets]
     for number, target in enumerate(targets):
@@ -82,6 +82,12 @@ def rate(svc: Services, judgment_id: str, judge: LlmRater, targets: list[Target]
         outcome.reasons = result.get("reasons") or {}  # absent from an older worker's units
         judge.usage.add(JobUsage(**result["usage"]))
     return outcomes
+
+
+def tallied(done: dict[str, int]) -> JobUsage:
+    """The usage a run's tally (the counts its units summed) stands for."""
+    return JobUsage(input_tokens=done.get("inputTokens", 0),
+                    output_tokens=done.get("outputTokens", 0), llm_calls=done.get("llmCalls", 0))
 
 
 def shared_budget(svc: Services, judge: LlmRater, key: str) -> SharedBudget:
