@@ -539,6 +539,19 @@ def test_an_unreachable_llm_fails_every_query_with_a_readable_reason(api: Api, w
     for entry in done["judgmentRatings"]:
         assert entry["ratings"] == [] and entry["failures"]
         assert all(f["reason"] == reason for f in entry["failures"])
+    # the model answers again: _retry rates every query (docs/contract.md, "Retry")
+    llm.reset()
+    started = api.srw("POST", f"/judgments/{done['id']}/_retry")
+    assert started.status == 200, started.data
+    deadline = time.monotonic() + 60
+    while True:
+        doc = api.srw("GET", f"/judgments/{done['id']}").json["hits"]["hits"][0]["_source"]
+        if doc["status"] != "RETRYING" or time.monotonic() > deadline:
+            break
+        time.sleep(0.2)
+    assert doc["status"] == "COMPLETED"
+    assert (doc["metadata"]["successfulQueries"], doc["metadata"]["failedQueries"]) == (3, 0)
+    assert all(entry["ratings"] and "failures" not in entry for entry in doc["judgmentRatings"])
 
 
 def test_model_unknown_to_workbench_and_cluster(api: Api, worker: Worker,
