@@ -136,6 +136,91 @@ def _node_urls(raw: str) -> str:
     return ",".join(entry.rstrip("/") for entry in entries)
 
 
+#: the scheme of a Redis Sentinel entry, in the form kombu documents for its broker URL
+SENTINEL_SCHEME = "sentinel"
+
+
+@dataclass(frozen=True)
+class Sentinels:
+    """A ``sentinel://`` list read: the sentinels' addresses, and the database and credentials
+    of the master they watch, which kombu reads from the first entry."""
+
+    nodes: tuple[tuple[str, int], ...]
+    db: int
+    username: str | None
+    password: str | None
+
+
+def is_sentinel_url(url: str | None) -> bool:
+    return bool(url) and urlsplit(str(url).strip().split(";", 1)[0]).scheme == SENTINEL_SCHEME
+
+
+def sentinels(raw: str) -> Sentinels:
+    """Read ``sentinel://[[user]:password@]host:port[/db];sentinel://host2:port;...``, the form of
+    kombu's Sentinel broker URL: one entry per sentinel, separated by semicolons, each with its
+    port; the master's credentials and database in the first entry (later entries may repeat
+    them, not give others). A bad entry is named (without its credentials)."""
+    entries = [entry.strip() for entry in raw.strip().split(";")]
+    several = len(entries) > 1
+    nodes: list[tuple[str, int]] = []
+    first: tuple[int, str | None, str | None] | None = None
+    for number, entry in enumerate(entries, 1):
+        label = f"entry {number} ({redact_url(entry)!r})" if several else repr(redact_url(entry))
+        if not entry:
+            raise ValueError(f"entry {number} is empty: separate sentinels with single "
+                             "semicolons, as in sentinel://h1:26379;sentinel://h2:26379")
+        parts = urlsplit(entry)
+        if parts.scheme != SENTINEL_SCHEME:
+            raise ValueError(f"{label} is not a sentinel URL such as sentinel://host:26379: "
+                             "every entry of a list of sentinels starts with sentinel://")
+        if not parts.hostname:
+            raise ValueError(f"{label} has no host")
+        try:
+            port = parts.port
+        except ValueError:
+            raise ValueError(f"{label} has a port that is not a number from 0 to 65535") \
+                from None
+        if port is None:
+            raise ValueError(f"{label} has no port: give each sentinel's port (sentinels "
+                             "usually listen on 26379)")
+        if parts.query or parts.fragment:
+            raise ValueError(f"{label} has a query or fragment; a sentinel entry has neither")
+        path = parts.path.strip("/")
+        if path and not path.isdigit():
+            raise ValueError(f"{label} names the database {path!r}; a database is a number, "
+                             "as in sentinel://host:26379/0")
+        shape = (int(path) if path else (first[0] if first else 0),
+                 unquote(parts.username) if parts.username else None,
+                 unquote(parts.password) if parts.password is not None else None)
+        if first is None:
+            first = shape
+        elif (path and shape[0] != first[0]) or ((parts.username or parts.password is not None)
+                                                 and shape[1:] != first[1:]):
+            raise ValueError(f"{label} gives another database or other credentials than entry "
+                             "1: the master's database and credentials are read from entry 1")
+        node = (parts.hostname.lower(), port)
+        if node in nodes:
+            raise ValueError(f"{label} names a sentinel already listed")
+        nodes.append(node)
+    assert first is not None
+    return Sentinels(tuple(nodes), *first)
+
+
+def _redis_url(raw: str) -> str:
+    """A Redis URL (redis://, rediss://, unix://), or a list of Redis Sentinels (``sentinels``)."""
+    if is_sentinel_url(raw):
+        sentinels(raw)
+        return raw.strip()
+    return _url(raw)
+
+
+def _optional_broker_url(raw: str) -> str | None:
+    """Any broker URL Celery reads; a list of sentinels is checked as for REDIS_URL."""
+    if is_sentinel_url(raw):
+        return _redis_url(raw)
+    return raw or None
+
+
 def _str(raw: str) -> str:
     return raw
 
@@ -219,10 +304,26 @@ class Config:
         120.0, "OPENSEARCH_TIMEOUT", _positive_float,
         "Seconds to wait for the cluster to answer one request.")
     redis_url: str = setting(
-        "redis://localhost:6379/0", "REDIS_URL", _url,
-        "Redis: the Celery broker and the workbench's shared state.")
+        "redis://localhost:6379/0", "REDIS_URL", _redis_url,
+        "Redis: the Celery broker and the workbench's shared state. Either one Redis "
+        "(redis://[:password@]host:port/db, rediss:// for TLS) or the Redis Sentinels that watch "
+        "a primary and its replicas, in kombu's form: sentinel://[:password@]host:port[/db];"
+        "sentinel://host2:port;... (the password and database are the primary's, given in the "
+        "first entry), with WORKBENCH_REDIS_MASTER_NAME; every client then follows the primary "
+        "the sentinels name (docs/deployment.md).")
     broker_url: str | None = setting(
-        None, "CELERY_BROKER_URL", _optional_str, "Celery broker URL; defaults to REDIS_URL.")
+        None, "CELERY_BROKER_URL", _optional_broker_url,
+        "Celery broker URL; defaults to REDIS_URL. A sentinel:// list is read as for REDIS_URL.")
+    redis_master_name: str | None = setting(
+        None, "WORKBENCH_REDIS_MASTER_NAME", _optional_str,
+        "With a sentinel:// REDIS_URL or CELERY_BROKER_URL: the name the sentinels know the "
+        "primary by (their `sentinel monitor` line; kombu's master_name transport option). "
+        "Required then, refused otherwise.")
+    redis_sentinel_password: str | None = setting(
+        None, "WORKBENCH_REDIS_SENTINEL_PASSWORD", _optional_str,
+        "Password of the sentinels themselves (their requirepass), when they have one; the "
+        "primary's password is the one in the first sentinel:// entry. Never logged or "
+        "returned.", secret=True)
     task_queue: str = setting(
         "workbench", "WORKBENCH_QUEUE", _str,
         "Celery queue that jobs are sent to and workers consume.")
@@ -391,6 +492,18 @@ class Config:
         if self.front not in ("auto", "haproxy", "none", "nginx"):  # nginx: the former front
             raise ConfigError(
                 f"WORKBENCH_FRONT: expected auto, haproxy or none, got {self.front!r}")
+        sentinel_urls = [env for env, url in (("REDIS_URL", self.redis_url),
+                                              ("CELERY_BROKER_URL", self.broker_url))
+                         if is_sentinel_url(url)]
+        if sentinel_urls and not self.redis_master_name:
+            raise ConfigError(
+                f"WORKBENCH_REDIS_MASTER_NAME: {sentinel_urls[0]} names Redis Sentinels "
+                "(sentinel://); give the name they know the primary by (the name in their "
+                "`sentinel monitor` line)")
+        if self.redis_master_name and not sentinel_urls:
+            raise ConfigError(
+                "WORKBENCH_REDIS_MASTER_NAME: set, but neither REDIS_URL nor CELERY_BROKER_URL "
+                "is a sentinel:// URL; without sentinels there is no master name to give")
         if not Path(self.index_mappings_dir).is_dir():
             raise ConfigError(
                 f"WORKBENCH_INDEX_MAPPINGS_DIR: {self.index_mappings_dir} is not a folder"
@@ -455,7 +568,9 @@ class Config:
 
 def redact_url(url: str) -> str:
     """Drop ``user:password@`` from a URL so it can be shown (also from one whose port does not
-    parse, which a message may have to name)."""
+    parse, which a message may have to name), and from each entry of a sentinel:// list."""
+    if is_sentinel_url(url) and ";" in url:
+        return ";".join(redact_url(entry) for entry in url.split(";"))
     parts = urlsplit(url)
     if "@" not in parts.netloc:
         return url

@@ -11,6 +11,7 @@ from functools import cached_property
 import redis
 from opensearchpy import OpenSearch
 
+from workbench import redis_client
 from workbench.config import Config
 from workbench.llm.registry import Registry, load_registry
 from workbench.llm.runtime import StoredModels
@@ -49,11 +50,11 @@ class Services:
     @cached_property
     def cache_redis(self) -> redis.Redis:
         """Redis for the caches' generation number only: a short timeout (store/generation.py)."""
-        return generation.client(self.config.redis_url)
+        return generation.client(self.config)
 
     @cached_property
     def redis(self) -> redis.Redis:
-        return redis.Redis.from_url(self.config.redis_url, socket_timeout=10)
+        return redis_client.connect(self.config, socket_timeout=10)
 
     @cached_property
     def settings(self) -> PluginSettings:

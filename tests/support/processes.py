@@ -191,9 +191,12 @@ class Worker(Proc):
         from celery import Celery
 
         from workbench.config import Config
+        from workbench.jobs.celery_app import transport_options
 
         # A private app: pinging must not repoint the test process's own Celery app.
-        app = Celery("ping", broker=Config.from_env(env).celery_broker_url)
+        config = Config.from_env(env)
+        app = Celery("ping", broker=config.celery_broker_url)
+        app.conf.broker_transport_options = transport_options(config)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if not self.alive():

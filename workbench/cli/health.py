@@ -24,10 +24,10 @@ def _opensearch(config: Config) -> tuple[bool, str]:
 
 
 def _redis(config: Config) -> tuple[bool, str]:
-    import redis
+    from workbench import redis_client
 
     try:
-        redis.Redis.from_url(config.redis_url, socket_timeout=3).ping()
+        redis_client.connect(config, socket_timeout=3).ping()
     except Exception as exc:  # noqa: BLE001
         return False, f"{redact_url(config.redis_url)}: {type(exc).__name__}"
     return True, redact_url(config.redis_url)
@@ -56,10 +56,11 @@ def _supervised(config: Config) -> list[tuple[str, bool]]:
     dying (``DYING_EXITS`` exits within ``RECENT_SECONDS``)."""
     import redis
 
+    from workbench import redis_client
     from workbench.jobs import supervisor
 
     try:
-        records = supervisor.read_all(redis.Redis.from_url(config.redis_url, socket_timeout=3))
+        records = supervisor.read_all(redis_client.connect(config, socket_timeout=3))
     except redis.exceptions.RedisError:
         return []  # the redis line says so
     lines = []

@@ -165,7 +165,7 @@ def _supervise(config: Config) -> int:
     command = [sys.executable, "-m", module, "worker", "--no-supervise",
                "--concurrency", str(config.worker_concurrency)]
     log.info("supervising the job consumer: %s", " ".join(command[2:]))
-    return supervisor.supervise(command, supervisor.Record(config.redis_url, config.task_queue))
+    return supervisor.supervise(command, supervisor.Record(config, config.task_queue))
 
 
 def _consume(config: Config) -> int:
@@ -190,11 +190,10 @@ def _consume(config: Config) -> int:
 
     @worker_ready.connect(weak=False)
     def _sweep_stuck_jobs(**_: object) -> None:
-        import redis
-
+        from workbench import redis_client
         from workbench.jobs.queue import enqueue
 
-        lease_redis = redis.Redis.from_url(config.redis_url, socket_timeout=10)
+        lease_redis = redis_client.connect(config, socket_timeout=10)
         sweeper.start(lambda: make_client(config), lambda: lease_redis, config.lease_seconds,
                       config.job_max_attempts, enqueue)
 

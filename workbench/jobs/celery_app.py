@@ -7,12 +7,13 @@ The API process only sends jobs (by id); ``workbench worker`` consumes them. Bot
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from celery import Celery
 from opensearchpy import OpenSearch
 
-from workbench.config import Config
+from workbench.config import Config, is_sentinel_url
+from workbench.redis_client import sentinel_options
 
 if TYPE_CHECKING:
     from workbench.services import Services
@@ -47,20 +48,35 @@ def configure(config: Config, tasks: tuple[str, ...] = ()) -> Celery:
         # A worker waits for its broker however long it is away, instead of exiting after
         # Celery's default of 100 attempts (docs/reliability.md).
         broker_connection_max_retries=None,
-        broker_transport_options={
-            # An unacknowledged job is redelivered after this long (worker killed mid-job).
-            "visibility_timeout": config.job_timeout + 60,
-            # A Redis that stops answering (frozen, or cut off the network without a reset)
-            # fails a send after 10 s instead of hanging it; kombu also drops and renews a
-            # consumer connection whose reply is overdue (its health check).
-            "socket_timeout": 10,
-            "socket_connect_timeout": 5,
-            "socket_keepalive": True,
-        },
+        broker_transport_options=transport_options(config),
         worker_hijack_root_logger=False,
         include=list(tasks),
     )
     return celery_app
+
+
+def transport_options(config: Config) -> dict[str, Any]:
+    """kombu's options for the broker connection (also for a Celery app made elsewhere to
+    reach the same broker, such as one that only pings workers)."""
+    options: dict[str, Any] = {
+        # An unacknowledged job is redelivered after this long (worker killed mid-job).
+        "visibility_timeout": config.job_timeout + 60,
+        # A Redis that stops answering (frozen, or cut off the network without a reset)
+        # fails a send after 10 s instead of hanging it; kombu also drops and renews a
+        # consumer connection whose reply is overdue (its health check).
+        "socket_timeout": 10,
+        "socket_connect_timeout": 5,
+        "socket_keepalive": True,
+    }
+    if is_sentinel_url(config.celery_broker_url):
+        # kombu's Sentinel transport: each connection asks the sentinels of the URL where the
+        # primary of this name is, so a consumer that lost the primary reconnects to the
+        # replica they promoted.
+        options["master_name"] = config.redis_master_name
+        options["sentinel_kwargs"] = sentinel_options(
+            config.redis_sentinel_password, options["socket_timeout"],
+            options["socket_connect_timeout"])
+    return options
 
 
 def current_config() -> Config:

@@ -10,6 +10,8 @@ import redis
 from kombu.exceptions import OperationalError
 from redis.exceptions import RedisError
 
+from workbench import redis_client
+from workbench.config import Config
 from workbench.errors import WorkbenchError
 from workbench.jobs import leases
 from workbench.jobs.celery_app import celery_app, current_config
@@ -29,8 +31,8 @@ RETRY_POLICY = {"max_retries": 1, "interval_start": 0.2, "interval_step": 0.5,
 
 
 @lru_cache(maxsize=4)
-def _redis(url: str) -> redis.Redis:
-    return redis.Redis.from_url(url, socket_timeout=5, socket_connect_timeout=2)
+def _redis(config: Config) -> redis.Redis:
+    return redis_client.connect(config, socket_timeout=5, socket_connect_timeout=2)
 
 
 def enqueue(task_name: str, entity_id: str, entity_type: str = "") -> None:
@@ -40,7 +42,7 @@ def enqueue(task_name: str, entity_id: str, entity_type: str = "") -> None:
     The queued marker (``jobs.leases``) is written first: the sweeper re-queues an entity whose
     marker and lease are both missing. ``entity_type`` labels the metrics."""
     marker = leases.queued_key(task_name, entity_id)
-    r = _redis(current_config().redis_url)
+    r = _redis(current_config())
     try:
         leases.mark_queued(r, task_name, entity_id, "queued")
         celery_app.send_task(task_name, args=[entity_id], task_id=f"{task_name}:{entity_id}",

@@ -39,7 +39,8 @@ from typing import Any
 
 import redis
 
-from workbench import redis_keys
+from workbench import redis_client, redis_keys
+from workbench.config import Config
 
 log = logging.getLogger(__name__)
 
@@ -89,8 +90,8 @@ def describe_exit(returncode: int) -> str:
 class Record:
     """What ``workbench status`` reads about this supervisor, kept in Redis."""
 
-    def __init__(self, redis_url: str, queue: str) -> None:
-        self.redis = redis.Redis.from_url(redis_url, socket_timeout=3, socket_connect_timeout=3)
+    def __init__(self, config: Config, queue: str) -> None:
+        self.redis = redis_client.connect(config, socket_timeout=3, socket_connect_timeout=3)
         self.key = redis_keys.supervisor_key(socket.gethostname(), os.getpid())
         self.data: dict[str, Any] = {
             "host": socket.gethostname(), "pid": os.getpid(), "queue": queue,

@@ -22,11 +22,12 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from functools import cache
 from typing import Any, TypeVar
 
 import redis
 
+from workbench import redis_client
+from workbench.config import Config
 from workbench.llm.base import LLMError, Transient
 from workbench.redis_keys import RATE_LIMIT_PREFIX, rate_limit_keys
 
@@ -97,12 +98,19 @@ return tostring(until_ - now)
 """
 
 
-@cache
-@functools.cache
-def shared_redis(url: str) -> redis.Redis:
-    """One client (and connection pool) per Redis URL in this process (redis-py's pool opens
+def shared_redis(config: Config) -> redis.Redis:
+    """One client (and connection pool) per Redis setting in this process (redis-py's pool opens
     new connections in a forked child, so a client made before a fork stays usable)."""
-    return redis.Redis.from_url(url, socket_timeout=5, socket_connect_timeout=5)
+    return _shared_redis(config.redis_url, config.redis_master_name,
+                         config.redis_sentinel_password)
+
+
+@functools.cache
+def _shared_redis(url: str, master_name: str | None,
+                  sentinel_password: str | None) -> redis.Redis:
+    return redis_client.connect_url(url, master_name=master_name,
+                                    sentinel_password=sentinel_password, socket_timeout=5,
+                                    socket_connect_timeout=5)
 
 
 @dataclass(frozen=True)

@@ -138,7 +138,7 @@ def place_of(spec: ModelSpec) -> str:
 
 def format_memory(config: Config, model_id: str, place: str) -> FormatMemory:
     """What structured output the model at ``place`` accepts (``llm.structured``)."""
-    return FormatMemory(shared_redis(config.redis_url), model_id, place)
+    return FormatMemory(shared_redis(config), model_id, place)
 
 
 def ml_models_search_response(registry: Registry, with_runtime: bool = False) -> dict[str, Any]:
@@ -190,7 +190,7 @@ def build_model(spec: ModelSpec, config: Config, api_key: str | None = None,
     limits = Limits(spec.rate_limit.get("requestsPerMinute"),
                     spec.rate_limit.get("tokensPerMinute"))
     if limits:
-        model.limiter = RateLimiter(shared_redis(config.redis_url), spec.id, limits)
+        model.limiter = RateLimiter(shared_redis(config), spec.id, limits)
     return model
 
 

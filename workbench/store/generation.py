@@ -19,6 +19,8 @@ import time
 
 import redis
 
+from workbench import redis_client
+from workbench.config import Config
 from workbench.redis_keys import CACHE_GENERATION_KEY
 
 log = logging.getLogger(__name__)
@@ -31,9 +33,9 @@ RETRY_SECONDS = 5.0
 _retry_at = 0.0  # monotonic time before which ``read`` does not ask Redis
 
 
-def client(url: str) -> redis.Redis:
+def client(config: Config) -> redis.Redis:
     """A Redis client for the number alone, with ``TIMEOUT_SECONDS``."""
-    return redis.Redis.from_url(url, socket_timeout=TIMEOUT_SECONDS,
+    return redis_client.connect(config, socket_timeout=TIMEOUT_SECONDS,
                                 socket_connect_timeout=TIMEOUT_SECONDS)
 
 

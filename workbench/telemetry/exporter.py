@@ -34,6 +34,7 @@ from typing import Any
 
 import redis
 
+from workbench import redis_client
 from workbench.config import Config
 from workbench.redis_keys import QUEUED_SINCE_KEY, queued_key_of_member
 
@@ -116,8 +117,8 @@ class _Queue:
     #: entries looked at per scrape when skipping ones whose job left without saying so
     LOOK = 20
 
-    def __init__(self, redis_url: str) -> None:
-        self.redis = redis.Redis.from_url(redis_url, socket_timeout=2, socket_connect_timeout=2)
+    def __init__(self, config: Config) -> None:
+        self.redis = redis_client.connect(config, socket_timeout=2, socket_connect_timeout=2)
 
     def collect(self) -> Iterator[Any]:
         from prometheus_client.core import GaugeMetricFamily
@@ -160,7 +161,7 @@ def serve(config: Config) -> Any | None:
 
     registry = CollectorRegistry(auto_describe=False)
     registry.register(_AllFolders(base_dir(config)))
-    registry.register(_Queue(config.redis_url))
+    registry.register(_Queue(config))
     try:
         server, _ = start_http_server(config.metrics_port, addr=config.metrics_host,
                                       registry=registry)

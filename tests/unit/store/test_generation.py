@@ -6,6 +6,7 @@ import time
 
 import pytest
 
+from workbench.config import Config
 from workbench.store import generation
 
 
@@ -15,7 +16,8 @@ def _fresh() -> None:
 
 
 def test_unreachable_redis_gives_no_number_and_is_not_asked_again_at_once() -> None:
-    unreachable = generation.client("redis://127.0.0.1:1/0")  # nothing listens: refused
+    # nothing listens: refused
+    unreachable = generation.client(Config(redis_url="redis://127.0.0.1:1/0"))
     assert generation.read(unreachable) is None
     asked: list[str] = []
 
@@ -32,5 +34,5 @@ def test_unreachable_redis_gives_no_number_and_is_not_asked_again_at_once() -> N
 
 
 def test_a_bump_redis_cannot_take_is_logged_not_raised(caplog: pytest.LogCaptureFixture) -> None:
-    generation.bump(generation.client("redis://127.0.0.1:1/0"))
+    generation.bump(generation.client(Config(redis_url="redis://127.0.0.1:1/0")))
     assert "could not tell the API processes" in caplog.text
