@@ -17,6 +17,7 @@ from workbench.api import ml as ml_api
 from workbench.api import openapi as openapi_api
 from workbench.api import proxy as proxy_api
 from workbench.api import srw as srw_api
+from workbench.api.creates import unwritten
 from workbench.api.http_metrics import MeteredApp
 from workbench.config import Config, redact_url
 from workbench.errors import (
@@ -71,6 +72,7 @@ def create_app(config: Config | None = None) -> Flask:
 def _register_error_handlers(app: Flask, config: Config) -> None:
     @app.errorhandler(WorkbenchError)
     def workbench_error(exc: WorkbenchError) -> Response:
+        exc = unwritten(exc)
         response = json_response(exc.body(), exc.status)
         if isinstance(exc, MethodNotAllowedError):
             response.headers["Allow"] = ", ".join(exc.allowed)
@@ -81,16 +83,17 @@ def _register_error_handlers(app: Flask, config: Config) -> None:
         """An error the cluster answered while the workbench worked for the client: the
         cluster's own status and body; unreachable is a 503 naming the cluster, no answer within
         OPENSEARCH_TIMEOUT a 504 (``ConnectionTimeout`` subclasses ``ConnectionError``: first)."""
+        error: WorkbenchError | None = None
         if isinstance(exc, InFlightLost):  # a node went away mid-request
-            unavailable = ClusterUnavailable(unreachable_reason(config.opensearch_url_safe))
-            return json_response(unavailable.body(), unavailable.status)
-        if isinstance(exc, OpenSearchConnectionTimeout):
-            timeout = ClusterTimeout(timeout_reason(config.opensearch_url_safe,
-                                                    config.opensearch_timeout))
-            return json_response(timeout.body(), timeout.status)
-        if isinstance(exc, OpenSearchConnectionError):
-            unavailable = ClusterUnavailable(unreachable_reason(config.opensearch_url_safe))
-            return json_response(unavailable.body(), unavailable.status)
+            error = ClusterUnavailable(unreachable_reason(config.opensearch_url_safe))
+        elif isinstance(exc, OpenSearchConnectionTimeout):
+            error = ClusterTimeout(timeout_reason(config.opensearch_url_safe,
+                                                  config.opensearch_timeout))
+        elif isinstance(exc, OpenSearchConnectionError):
+            error = ClusterUnavailable(unreachable_reason(config.opensearch_url_safe))
+        if error is not None:
+            error = unwritten(error)  # a create's, before its write: names the entity
+            return json_response(error.body(), error.status)
         status = exc.status_code if isinstance(exc.status_code, int) else 500
         info = exc.info if isinstance(exc.info, dict) else envelope(
             status, str(exc.error), str(exc.info))

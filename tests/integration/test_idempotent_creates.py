@@ -170,6 +170,40 @@ def test_a_refused_create_is_a_503_saying_it_was_not_stored(
     assert ids_named(direct, JUDGMENT_INDEX, name) == [judgment_id]
 
 
+def test_a_create_whose_check_times_out_before_the_write_names_it_as_not_created(
+        behind_relay: tuple[TcpRelay, Api], direct: OpenSearch, index_name: str,
+        names: list[tuple[str, str]]) -> None:
+    """The cluster freezes on the search configuration's check of its index, before the
+    write: the 504 names the entity, which does not exist, and the keyed retry creates it."""
+    relay, api = behind_relay
+    direct.index(index=index_name, id="d1", body={"title": "red shoes"}, refresh=True)
+    name, key = f"check-{uuid.uuid4().hex[:8]}", str(uuid.uuid4())
+    names.append((SEARCH_CONFIG_INDEX, name))
+    config = {"name": name, "index": index_name,
+              "query": '{"query":{"match":{"title":"%SearchText%"}}}'}
+    assert api.srw("GET", "/search_configurations").status == 200  # the server is warm
+    relay.hold(f"POST /{index_name}/_search".encode())  # index_exists asks with a search
+    reply = api.srw("PUT", "/search_configurations", config, **keyed(key))
+    assert relay.held.is_set()
+    assert reply.status == 504, reply.data[:500]
+    entity_id = reply.json["error"]["entity_id"]
+    reason = (f"OpenSearch cluster at http://127.0.0.1:{relay.port} did not answer within "
+              f"{TIMEOUT}s before search configuration {entity_id} was written: it was not "
+              "created. Send the request again with the same Idempotency-Key header once the "
+              "cluster answers.")
+    cause = {"type": "timeout_exception", "reason": reason, "entity_id": entity_id,
+             "entity_may_exist": False}
+    assert reply.json == {"error": {"root_cause": [cause], **cause}, "status": 504}
+    assert ids_named(direct, SEARCH_CONFIG_INDEX, name) == []
+
+    relay.release()
+    again = api.srw("PUT", "/search_configurations", config, **keyed(key))
+    assert again.status == 200, again.data[:500]
+    assert again.json["search_configuration_id"] == entity_id
+    assert REPLAYED not in again.headers
+    assert ids_named(direct, SEARCH_CONFIG_INDEX, name) == [entity_id]
+
+
 def test_the_same_key_twice_makes_one_judgment(api: Api, direct: OpenSearch, worker: Worker,
                                                names: list[tuple[str, str]]) -> None:
     name = f"twice-{uuid.uuid4().hex[:8]}"

@@ -7,6 +7,9 @@
   The job of a job entity whose create was ambiguous is not queued by that request: a retry with
   the same Idempotency-Key queues it, and so does the lease sweeper (workbench/jobs/sweeper.py),
   which queues a stored PROCESSING entity that has neither queued marker nor lease.
+* A create that the cluster fails before its write (a check of the body, or a read it needs,
+  not answered in time or not reached) names its entity too, with ``entity_may_exist: false``:
+  the app's error handlers ask ``unwritten`` (``Create`` is kept in ``flask.g`` for them).
 * ``Idempotency-Key`` (the IETF httpapi draft's header): with a key, the entity's id is derived
   from the entity kind, the caller's user name and the key, so a retry writes the same id. A
   fingerprint of the body is kept in Redis for ``KEY_TTL_SECONDS``: the same key with another
@@ -27,7 +30,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import urllib3.exceptions
-from flask import Response, request
+from flask import Response, g, request
 from opensearchpy.exceptions import ConnectionError as OpenSearchConnectionError
 from opensearchpy.exceptions import ConnectionTimeout as OpenSearchConnectionTimeout
 from redis.exceptions import RedisError
@@ -134,12 +137,17 @@ class Create:
     """One create of a ``kind`` entity; make it as soon as the route has its body (a bad key
     is a 400 before anything is looked up or written) and build the document with ``id``."""
 
-    def __init__(self, kind: Kind) -> None:
+    def __init__(self, kind: Kind, before_write: bool = True) -> None:
+        """``before_write``: a cluster error before the write names the entity (not for a
+        request that may end without creating one, as a small batch answered at once)."""
         self.kind = kind
         self.key = idempotency_key()
         self.id = derived_id(kind, caller.user_name(), self.key) if self.key else new_id()
         self.replayed = False
         self._claimed = False  # this request stored the fingerprint
+        self.writing = False  # the write was sent (or is being sent) to the cluster
+        if before_write:
+            g.workbench_create = self
 
     @property
     def _redis_key(self) -> str:
@@ -151,6 +159,7 @@ class Create:
         if doc["id"] != self.id:
             raise ValueError("the document must be built with Create.id")
         self._claim(body)
+        self.writing = True
         try:
             result = repo.create(doc)
         except AlreadyExists:
@@ -231,6 +240,16 @@ class Create:
             log.info("%s %s: replayed create queues its job", self.kind.label, self.id)
             enqueue(task, self.id)
 
+    def not_written(self, error: ClusterTimeout | ClusterUnavailable) -> WorkbenchError:
+        """``error`` (the cluster not answering in time, or not reached) met before the write:
+        it names the entity, which was not created."""
+        what = f"{self.kind.label} {self.id}"
+        again = f" with the same {HEADER} header" if self.key else ""
+        return type(error)(
+            f"{error.reason} before {what} was written: it was not created. Send the request "
+            f"again{again} once the cluster answers.",
+            details={"entity_id": self.id, "entity_may_exist": False})
+
     def _ambiguous(self, exc: OpenSearchConnectionError) -> WorkbenchError:
         """The 504 or 503 of a write the cluster did not answer, naming the entity."""
         config = services().config
@@ -259,3 +278,14 @@ class Create:
         return ClusterUnavailable(
             f"{unreachable_reason(url)}: the connection was lost while {what} was being "
             f"created; it may have been stored. {advice}", details=details)
+
+
+def unwritten(error: WorkbenchError) -> WorkbenchError:
+    """``error`` as the answer of the request: when it is the cluster's timeout or
+    unavailability met by a create before its write, naming the entity (``Create.not_written``);
+    otherwise ``error`` itself."""
+    create = g.get("workbench_create")
+    if (isinstance(create, Create) and not create.writing and error.details is None
+            and isinstance(error, (ClusterTimeout, ClusterUnavailable))):
+        return create.not_written(error)
+    return error

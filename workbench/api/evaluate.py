@@ -91,7 +91,8 @@ def evaluate_batch() -> Response:
     body = json_body()
     assert body is not None
     svc = services()
-    create = Create(EVALUATE_BATCH)  # a batch answered at once creates nothing: key unused
+    # a batch answered at once creates nothing: key unused, and no entity to name
+    create = Create(EVALUATE_BATCH, before_write=False)
     try:
         entries = batch.parse(svc, body)
         if len(entries) > svc.config.evaluate_batch_limit:
