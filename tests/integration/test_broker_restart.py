@@ -290,7 +290,12 @@ def test_a_split_llm_judgment_pays_each_prompt_once_across_a_broker_restart(
     exactly the calls made, and nothing of the run is left in Redis."""
     api = stack.api
     consumers = stack.consumers()
-    body = dict(jobs(world)["llm"][1], querySetId=world["shop"], overwriteCache=False)
+    tag = uuid.uuid4().hex[:6]  # texts of their own: no rating of them is cached yet
+    reply = api.srw("PUT", "/query_sets", {"name": f"broker split {tag}", "querySetQueries": [
+        {"queryText": f"item{q % ITEMS} red shoe {q} {tag}"} for q in range(SHOP)]})
+    assert reply.status == 200, reply.data
+    body = dict(jobs(world)["llm"][1], querySetId=reply.json["query_set_id"],
+                overwriteCache=False)
     llm.latency = 0.3  # 200 calls, 2 at a time per process: the outage comes in the middle
     try:
         path = start(api, "/judgments", body, "judgment_id")

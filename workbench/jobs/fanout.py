@@ -17,7 +17,11 @@ the merge is the same either way.
 
 The run's keys are named after a digest of the kind, the entity and the units: a parent that
 runs again (its worker died and the sweeper queued it again) with the same work finds the units
-already done and waits only for the rest. The parent deletes them once the run is merged,
+already done and waits only for the rest; a parent that runs again with other units (its
+inputs changed meanwhile) stops and forgets the earlier run first (``retire_others``), so no
+two runs of one job go on at once and none is left behind. Every Redis call of a run waits out
+a Redis that is away, in place (``Patience``): an outage costs the run its length, not a run
+again. The parent deletes the keys once the run is merged,
 cancelled or failed; a helper that comes later finds no run and stops. A helper whose view of
 the job's inputs differs from the parent's declines (``Decline``). Keys (named by
 ``workbench.redis_keys.fanout_key``), all expiring ``KEY_TTL`` after they are made::
@@ -651,14 +655,6 @@ def retire_others(r: redis.Redis, keys: Keys, lease_seconds: float) -> dict[str,
         log.info("run %s stopped and forgotten: run %s replaces it (its units spent %s)", run,
                  keys.run, spent or "nothing")
     return total
-
-
-def forget_runs(r: redis.Redis, entity_id: str) -> int:
-    """Delete every run of the entity's jobs (its job ended for good: nothing will resume
-    them); returns how many keys were deleted."""
-    pattern = fanout_key(f"*:{entity_id}:*", "*")
-    found = list(r.scan_iter(pattern, count=500))
-    return int(r.delete(*found)) if found else 0
 
 
 def _work_closing(crew: Crew, worker: UnitWorker) -> None:
