@@ -9,7 +9,6 @@ request cannot have changed anything (``FailoverConnection``), so no write is se
 from __future__ import annotations
 
 import logging
-import re
 import time
 from typing import Any
 
@@ -20,7 +19,7 @@ from urllib3.exceptions import ConnectTimeoutError, NewConnectionError
 
 from workbench.config import Config
 from workbench.store.identity import ClusterAuth, Identity
-from workbench.store.nodes import connection_reason
+from workbench.store.nodes import connection_reason, only_reads
 from workbench.telemetry import instruments
 
 log = logging.getLogger(__name__)
@@ -28,10 +27,6 @@ log = logging.getLogger(__name__)
 #: how long a node whose connection failed is left out before it is tried again (opensearch-py
 #: doubles it for each failure in a row); a restarted node is back within this
 DEAD_SECONDS = 10.0
-#: requests that only read, whatever their method: safe to send to another node after any
-#: connection failure
-_READS = re.compile(r"/(_search|_msearch|_count|_mget|_field_caps|_validate/query|_explain"
-                    r"|_mapping|_settings|_cluster/health)(/|$|\?)")
 
 
 class InFlightLost(ConnectionTimeout):
@@ -74,7 +69,7 @@ class FailoverConnection(Urllib3HttpConnection):
             raise  # no answer in time: not retried, as before
         except OpenSearchConnectionError as exc:
             outcome = "unreachable"
-            if _not_sent(exc.info) or method in ("GET", "HEAD") or _READS.search(url):
+            if _not_sent(exc.info) or only_reads(method, url):
                 raise
             raise InFlightLost("N/A", str(exc), exc.info) from exc
         except TransportError as exc:

@@ -11,6 +11,7 @@ to it could not be opened, for ``DOWN_SECONDS``.
 from __future__ import annotations
 
 import itertools
+import re
 import threading
 import time
 from collections.abc import Sequence
@@ -18,6 +19,16 @@ from collections.abc import Sequence
 from urllib3.exceptions import ConnectTimeoutError
 
 DOWN_SECONDS = 10.0
+#: requests that only read, whatever their method (the front's ``reads`` acl names the same):
+#: safe to send to another node after any connection failure
+READ_PATHS = re.compile(r"/(_search|_msearch|_count|_mget|_field_caps|_validate/query|_explain"
+                        r"|_mapping|_settings|_cluster/health)(/|$|\?)")
+
+
+def only_reads(method: str, target: str) -> bool:
+    """Whether a request to ``target`` (path and query) only reads: sent again to another node
+    when its connection fails, whether or not it reached the first."""
+    return method in ("GET", "HEAD") or READ_PATHS.search(target) is not None
 
 
 def connection_reason(exc: BaseException) -> str:

@@ -22,7 +22,7 @@ from urllib3.exceptions import (
 
 from workbench.config import Config
 from workbench.errors import ClusterTimeout, ClusterUnavailable
-from workbench.store.nodes import Nodes, connection_reason
+from workbench.store.nodes import Nodes, connection_reason, only_reads
 from workbench.telemetry import instruments
 
 CHUNK = 64 * 1024
@@ -71,7 +71,9 @@ class Upstream:
 
     A request goes to the next node in turn (``store.nodes``); when a node refuses the
     connection (nothing was sent) the request goes to the next one, and the node is left out for
-    a while. A failure after the request may have reached a node is answered, never resent."""
+    a while. A read (``store.nodes.only_reads``) whose node closed or reset the connection
+    without answering (a node dying) goes to the next one too; any other failure after the
+    request may have reached a node is answered, never resent."""
 
     def __init__(self, config: Config, maxsize: int = 32) -> None:
         self.config = config
@@ -118,10 +120,16 @@ class Upstream:
             out["Content-Length"] = str(content_length)
         elif body is not None:
             chunked = True
+        resend = only_reads(method, target)
+        if resend and content_length and content_length <= CHUNK and hasattr(body, "read"):
+            # read at once (urllib3 would send it in one piece) so that it can be sent again
+            body = body.read(content_length)  # type: ignore[union-attr]
+        elif resend and body is not None and not isinstance(body, bytes):
+            resend = False  # streamed: cannot be sent twice
         started = time.monotonic()
         outcome = "unreachable"
         try:
-            response = self._send(method, target, body, out, chunked)
+            response = self._send(method, target, body, out, chunked, resend)
             outcome = instruments.opensearch_outcome(response.status)
             return response
         except ClusterTimeout:
@@ -131,8 +139,10 @@ class Upstream:
             instruments.count_opensearch("passthrough", outcome, time.monotonic() - started)
 
     def _send(self, method: str, target: str, body: IO[bytes] | Iterator[bytes] | bytes | None,
-              out: urllib3.HTTPHeaderDict, chunked: bool) -> urllib3.BaseHTTPResponse:
-        """The request to the first node that takes it."""
+              out: urllib3.HTTPHeaderDict, chunked: bool,
+              resend: bool = False) -> urllib3.BaseHTTPResponse:
+        """The request to the first node that takes it; with ``resend`` (a read whose body is
+        in memory) also to the next one after a connection lost without an answer."""
         refused: Exception | None = None
         for url in self.nodes.order():
             try:
@@ -160,6 +170,9 @@ class Upstream:
                 refused = exc
                 continue
             except (MaxRetryError, ProtocolError, ConnectionError) as exc:
+                if resend:
+                    refused = exc
+                    continue
                 raise ClusterUnavailable(f"OpenSearch cluster at {self.base_url} is unreachable: "
                                          f"{connection_reason(exc)}") from exc
             self.nodes.up(url)

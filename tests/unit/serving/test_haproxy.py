@@ -115,11 +115,12 @@ def test_one_server_per_node_with_health_checks(tmp_path: Path) -> None:
                     OPENSEARCH_CA_CERTS="/etc/ca.pem")
     for name, host, port in (("node1", "os-a", 9200), ("node2", "os-b", 9201)):
         assert (f"    server {name} {host}:{port} ssl sni str({host}) verify required ca-file "
-                f"/etc/ca.pem verifyhost {host} check inter 1s fall 2 rise 2 "
-                "pool-purge-delay 50s\n") in text
+                f"/etc/ca.pem verifyhost {host} check inter 1s fall 2 rise 2 observe layer4 "
+                "error-limit 1 on-error mark-down pool-purge-delay 50s\n") in text
     for rule in ("balance roundrobin", "option httpchk", "http-check send meth GET uri /",
                  "http-check expect rstatus ^[1-4]", "retry-on conn-failure empty-response",
-                 "http-request disable-l7-retry unless reads", "retries 3",
+                 "http-request disable-l7-retry unless reads",
+                 "http-request wait-for-body time 60s if reads", "retries 3",
                  "option redispatch 1"):
         assert f"\n    {rule}\n" in text
     assert "set-header Host os-a:9200" in text and "u:p" not in text
