@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 import redis
-from redis.sentinel import Sentinel
+from redis.sentinel import Sentinel, SentinelConnectionPool
 
 from workbench.config import Config, is_sentinel_url, sentinels
 
@@ -49,6 +49,15 @@ def connect_url(url: str, *, master_name: str | None = None,
         master_name, db=found.db, username=found.username, password=found.password,
         **timeouts, **options)
     return client
+
+
+def primary_address(client: redis.Redis) -> str | None:
+    """``host:port`` of the primary a client of sentinels reaches now (None: one Redis)."""
+    pool = client.connection_pool
+    if not isinstance(pool, SentinelConnectionPool):
+        return None
+    host, port = pool.get_master_address()
+    return f"{host}:{port}"
 
 
 def sentinel_options(password: str | None, socket_timeout: float | None,

@@ -10,7 +10,7 @@ from redis.sentinel import SentinelConnectionPool
 
 from workbench.config import Config, ConfigError, redact_url, sentinels
 from workbench.jobs.celery_app import transport_options
-from workbench.redis_client import connect, connect_url
+from workbench.redis_client import connect, connect_url, primary_address
 
 THREE = "sentinel://:s3cret@10.0.0.1:26379/2;sentinel://10.0.0.2:26380;sentinel://h3:26381"
 
@@ -148,3 +148,7 @@ def test_the_broker_goes_through_kombus_sentinel_transport() -> None:
                                    "WORKBENCH_REDIS_MASTER_NAME": "wb"})
     assert broker_only.redis_url == "redis://localhost:6379/0"
     assert transport_options(broker_only)["master_name"] == "wb"
+
+
+def test_only_a_client_of_sentinels_names_a_primary() -> None:
+    assert primary_address(connect(Config.from_env({}), socket_timeout=1)) is None

@@ -27,10 +27,12 @@ def _redis(config: Config) -> tuple[bool, str]:
     from workbench import redis_client
 
     try:
-        redis_client.connect(config, socket_timeout=3).ping()
+        client = redis_client.connect(config, socket_timeout=3)
+        client.ping()
     except Exception as exc:  # noqa: BLE001
         return False, f"{redact_url(config.redis_url)}: {type(exc).__name__}"
-    return True, redact_url(config.redis_url)
+    primary = redis_client.primary_address(client)
+    return True, redact_url(config.redis_url) + (f" (primary {primary})" if primary else "")
 
 
 def _workers(config: Config) -> tuple[bool, str]:
