@@ -23,6 +23,14 @@ class ConfigError(ValueError):
     """A setting has a value the workbench cannot use."""
 
 
+#: a job is stopped this many seconds before WORKBENCH_JOB_TIMEOUT, to end it cleanly
+JOB_STOP_MARGIN = 30
+#: Celery's soft time limit interrupts a job that did not stop this long before the timeout
+JOB_INTERRUPT_MARGIN = 15
+#: the smallest WORKBENCH_JOB_TIMEOUT: a job gets at least JOB_STOP_MARGIN seconds of work
+JOB_TIMEOUT_MIN = 60
+
+
 def _bool(raw: str) -> bool:
     value = raw.strip().lower()
     if value in ("1", "true", "yes", "on"):
@@ -361,8 +369,11 @@ class Config:
         "Largest request body accepted, in bytes (OpenSearch's default is 100 MB).")
     job_timeout: int = setting(
         3600, "WORKBENCH_JOB_TIMEOUT", _positive_int,
-        "Longest a job may run: it ends ERROR after this many seconds of work (Celery's time "
-        "limit). Time spent waiting in the queue does not count.")
+        "Longest a job may run, in seconds of work (time spent waiting in the queue does not "
+        "count); at least 60. A job is stopped 30 s before it (its soft limit: it stops as a "
+        "cancel does and ends ERROR, the reason naming this setting, keeping its usage and "
+        "progress); one that does not stop is interrupted 15 s before it, and its process is "
+        "killed at it (Celery's time limits).")
     lease_seconds: float = setting(
         60.0, "WORKBENCH_LEASE_SECONDS", _positive_float,
         "TTL of a running job's lease in Redis, renewed every third of it. A job whose worker "
@@ -484,6 +495,12 @@ class Config:
         return config
 
     def validate(self) -> None:
+        if self.job_timeout < JOB_TIMEOUT_MIN:
+            raise ConfigError(
+                f"WORKBENCH_JOB_TIMEOUT: {self.job_timeout} s is below the minimum of "
+                f"{JOB_TIMEOUT_MIN} s (a job is stopped {JOB_STOP_MARGIN} s before its "
+                f"timeout to end cleanly, which leaves it "
+                f"{JOB_TIMEOUT_MIN - JOB_STOP_MARGIN} s of work at the minimum)")
         if self.log_level.upper() not in ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"):
             raise ConfigError(f"WORKBENCH_LOG_LEVEL: unknown level {self.log_level!r}")
         if self.log_format not in ("text", "json"):
@@ -511,6 +528,12 @@ class Config:
 
     def with_overrides(self, **overrides: Any) -> Config:
         return replace(self, **overrides)
+
+    @property
+    def job_interrupt_after(self) -> int:
+        """Celery's soft time limit: a job that did not stop at its own limit (``job_timeout``
+        less ``JOB_STOP_MARGIN``) is interrupted after this many seconds."""
+        return self.job_timeout - JOB_INTERRUPT_MARGIN
 
     @property
     def celery_broker_url(self) -> str:

@@ -9,9 +9,10 @@ import sys
 import time
 
 import redis
+from celery.exceptions import SoftTimeLimitExceeded
 
 from workbench.errors import ClusterUnavailable
-from workbench.jobs.base import JobFailed, WorkbenchTask
+from workbench.jobs.base import JobFailed, WorkbenchTask, keep_metadata
 from workbench.jobs.celery_app import celery_app, current_config, worker_client
 from workbench.jobs.control import Cancelled
 
@@ -52,6 +53,18 @@ def cancelled(entity_id: str) -> None:
     """A job that finds it was cancelled."""
     _attempt(entity_id)
     raise Cancelled()
+
+
+@celery_app.task(name="tests.stuck", base=EntityTask)
+def stuck(entity_id: str) -> None:
+    """A job that never looks at its control (one long call): Celery's soft time limit
+    interrupts it, and what it spent is kept as ``runner.keeping_usage`` keeps it."""
+    _attempt(entity_id)
+    try:
+        time.sleep(3600)
+    except SoftTimeLimitExceeded as exc:
+        keep_metadata(exc, usage={"llmCalls": 2})
+        raise
 
 
 @celery_app.task(name="tests.flaky", base=EntityTask)

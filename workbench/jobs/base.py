@@ -15,11 +15,18 @@
   again rather than being silently lost (bounded by ``WORKBENCH_JOB_MAX_ATTEMPTS``).
 * A running job holds a lease in Redis (``jobs.leases``), renewed while it works; a message
   that arrives while another live worker holds the lease (a late redelivery) does nothing.
+* Time limits are endings, not crashes: a job is asked to stop ``JOB_STOP_MARGIN`` seconds
+  before ``WORKBENCH_JOB_TIMEOUT`` (its ``JobControl`` reports it stopped, as for a cancel:
+  calls in flight finish and are counted), and ends ``ERROR`` with ``TimedOut``'s reason and
+  what it spent. Code that does not look (a long cluster call) is interrupted by Celery's soft
+  time limit ``JOB_INTERRUPT_MARGIN`` seconds before the timeout; its ``SoftTimeLimitExceeded``
+  ends the job the same way. At the timeout itself Celery kills the process.
 """
 
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import logging
 import time
 from collections.abc import Callable
@@ -32,6 +39,7 @@ from opensearchpy.exceptions import ConnectionError as OpenSearchConnectionError
 from opensearchpy.exceptions import ConnectionTimeout, TransportError
 from tenacity import RetryCallState, Retrying, retry_if_exception, wait_exponential
 
+from workbench.config import JOB_INTERRUPT_MARGIN, JOB_STOP_MARGIN
 from workbench.errors import ClusterUnavailable
 from workbench.jobs import leases
 from workbench.jobs.celery_app import current_config, worker_client, worker_services
@@ -48,6 +56,32 @@ TRANSIENT = (OpenSearchConnectionError, ConnectionTimeout, ClusterUnavailable,
 OUTAGE_BACKOFF_MAX = 30.0
 #: how long writing ERROR waits for an unreachable cluster before it leaves the job to the sweeper
 FAILURE_WRITE_WAIT = 30.0
+
+
+#: when the job running in this context started (``time.monotonic``), set by ``WorkbenchTask``
+_job_started: contextvars.ContextVar[float | None] = contextvars.ContextVar(
+    "workbench_job_started", default=None)
+
+
+def job_stop_at() -> float | None:
+    """When the job running in this context is to stop (``time.monotonic``): ``JOB_STOP_MARGIN``
+    seconds before ``WORKBENCH_JOB_TIMEOUT``; None outside a job."""
+    started = _job_started.get()
+    if started is None:
+        return None
+    return started + current_config().job_timeout - JOB_STOP_MARGIN
+
+
+def time_limit_reason(interrupted: bool = False) -> str:
+    """The reason an ERROR document gives for a job stopped at its time limit (``interrupted``:
+    by Celery's soft limit, not having stopped by itself)."""
+    config = current_config()
+    timeout = config.job_timeout
+    if interrupted:
+        return (f"the job ran past its time limit: interrupted after {config.job_interrupt_after}"
+                f" s of work (WORKBENCH_JOB_TIMEOUT={timeout} s, less {JOB_INTERRUPT_MARGIN} s)")
+    return (f"the job ran past its time limit: stopped after {timeout - JOB_STOP_MARGIN} s "
+            f"of work (WORKBENCH_JOB_TIMEOUT={timeout} s, less {JOB_STOP_MARGIN} s to end it)")
 
 
 def is_transient(exc: BaseException) -> bool:
@@ -130,6 +164,33 @@ class JobFailed(Exception):
         self.metadata = metadata or {}
 
 
+CANCEL_REASON = "cancelled by the user"
+
+
+class Cancelled(JobFailed):
+    """The job stopped because it was cancelled (or its document went away); raised by its
+    ``jobs.control.JobControl``."""
+
+    log_level = logging.INFO
+    ending = "cancelled"
+
+    def __init__(self, metadata: dict[str, Any] | None = None) -> None:
+        super().__init__(CANCEL_REASON, metadata)
+
+
+class TimedOut(Cancelled):
+    """The job ran past its time limit: it ends as a cancel does (its partial progress and
+    usage kept), but it is the operator's concern, not the user's: WARNING,
+    ``ending="timeout"``."""
+
+    log_level = logging.WARNING
+    ending = "timeout"
+
+    def __init__(self, metadata: dict[str, Any] | None = None,
+                 interrupted: bool = False) -> None:
+        JobFailed.__init__(self, time_limit_reason(interrupted), metadata)
+
+
 def extra_metadata(exc: BaseException) -> dict[str, Any]:
     """The fields the ERROR document of a job that ended with ``exc`` keeps besides its reason
     (``JobFailed.metadata``, or what ``keep_metadata`` attached to any other exception)."""
@@ -191,6 +252,7 @@ class WorkbenchTask(Task):
                             type(exc).__name__)
                 lease = None
         requeued = False
+        started = _job_started.set(time.monotonic())
         metered = instruments.job_run(instruments.job_kind(self.name)) \
             if self.status_index and entity_id else contextlib.nullcontext({"ending": ""})
         try:
@@ -204,9 +266,12 @@ class WorkbenchTask(Task):
                 except JobFailed as exc:
                     run["ending"] = exc.ending
                     raise
-                except SoftTimeLimitExceeded:
-                    run["ending"] = "timeout"
-                    raise
+                except SoftTimeLimitExceeded as exc:
+                    # Celery's soft limit, raised wherever the job was: an ending like any
+                    # other time limit, keeping what the job had spent (``keep_metadata``).
+                    timed_out = TimedOut(extra_metadata(exc), interrupted=True)
+                    run["ending"] = timed_out.ending
+                    raise timed_out from None
         except Retry:
             requeued = True
             raise
@@ -216,6 +281,7 @@ class WorkbenchTask(Task):
             self.end_failed(str(entity_id), exc)
             return None
         finally:
+            _job_started.reset(started)
             if lease is not None:
                 lease.release(requeued)
 

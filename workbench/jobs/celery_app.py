@@ -40,8 +40,13 @@ def configure(config: Config, tasks: tuple[str, ...] = ()) -> Celery:
         task_reject_on_worker_lost=True,
         task_acks_on_failure_or_timeout=True,
         worker_prefetch_multiplier=1,
+        # A job stops by itself JOB_STOP_MARGIN s before its timeout (``jobs.base``); the soft
+        # limit interrupts one that did not, the hard limit kills its process.
         task_time_limit=config.job_timeout,
-        task_soft_time_limit=max(1, config.job_timeout - 30),
+        task_soft_time_limit=config.job_interrupt_after,
+        # A lost broker connection leaves running jobs running (they wait out Redis themselves,
+        # docs/reliability.md "Workers survive their broker"); said explicitly, as Celery asks.
+        worker_cancel_long_running_tasks_on_connection_loss=False,
         task_serializer="json",
         accept_content=["json"],
         broker_connection_retry_on_startup=True,

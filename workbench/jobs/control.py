@@ -10,6 +10,9 @@
   conditional on the version its last progress write produced, so nothing else that changes the
   document (a delete, the sweeper) is overwritten. A document that changed or vanished under the
   job stops the job too: its result could not be stored anyway.
+* **Time limit**: past ``jobs.base.job_stop_at`` (``WORKBENCH_JOB_TIMEOUT`` less
+  ``JOB_STOP_MARGIN``) the job is stopped as a cancel stops it, and ends with
+  :class:`TimedOut` (a WARNING, not a user's cancel).
 """
 
 from __future__ import annotations
@@ -23,14 +26,14 @@ from typing import Any
 import redis
 from opensearchpy.exceptions import ConflictError, NotFoundError, TransportError
 
-from workbench.jobs.base import JobFailed
+from workbench.jobs.base import CANCEL_REASON as CANCEL_REASON  # where it was defined before
+from workbench.jobs.base import Cancelled, TimedOut, job_stop_at
 from workbench.redis_keys import cancel_key
 from workbench.services import Services
 from workbench.store.repository import Repository, now_iso
 
 log = logging.getLogger(__name__)
 
-CANCEL_REASON = "cancelled by the user"
 CANCEL_TTL_SECONDS = 24 * 3600
 CHECK_INTERVAL = 0.5
 WRITE_INTERVAL = 2.0
@@ -53,16 +56,6 @@ def forget_cancel(client: redis.Redis, entity_id: str) -> None:
         client.delete(cancel_key(entity_id))
     except redis.exceptions.RedisError as exc:
         log.warning("could not clear the cancel flag of %s: %s", entity_id, type(exc).__name__)
-
-
-class Cancelled(JobFailed):
-    """The job stopped because it was cancelled (or its document went away)."""
-
-    log_level = logging.INFO
-    ending = "cancelled"
-
-    def __init__(self, metadata: dict[str, Any] | None = None) -> None:
-        super().__init__(CANCEL_REASON, metadata)
 
 
 class JobControl:
@@ -89,6 +82,9 @@ class JobControl:
         self.spent: Callable[[], dict[str, Any]] | None = None
         self._lock = threading.Lock()
         self._cancelled = False
+        #: when the job's time limit stops it (``time.monotonic``); None: no limit
+        self.stop_at = job_stop_at()
+        self._timed_out = False
         self._checked_at = float("-inf")
         self._written_at = float("-inf")
 
@@ -100,6 +96,9 @@ class JobControl:
             if self._cancelled:
                 return True
             now = time.monotonic()
+            if self.stop_at is not None and now >= self.stop_at:
+                self._cancelled = self._timed_out = True
+                return True
             if now - self._checked_at < CHECK_INTERVAL:
                 return False
             self._checked_at = now
@@ -124,7 +123,9 @@ class JobControl:
             raise self.error()
 
     def error(self) -> Cancelled:
-        return Cancelled({"progress": self.snapshot()} if self.in_metadata else None)
+        """The ending to raise: :class:`TimedOut` past the time limit, else :class:`Cancelled`."""
+        metadata = {"progress": self.snapshot()} if self.in_metadata else None
+        return TimedOut(metadata) if self._timed_out else Cancelled(metadata)
 
     # -- progress -------------------------------------------------------------------------
 

@@ -48,6 +48,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
 import redis
+from celery.exceptions import SoftTimeLimitExceeded
 
 from workbench.jobs.base import JobFailed, failure_reason, is_transient
 from workbench.jobs.control import JobControl
@@ -710,6 +711,22 @@ def unit_failed(exc: BaseException) -> dict[str, str]:
     return {"unitError": failure_reason(exc)}
 
 
+#: how long a helper interrupted by its time limit waits for its units in flight to be stored
+HELPER_SETTLE_SECONDS = 10.0
+
+
+def _let_units_in_flight_finish(crew: Crew) -> None:
+    """After ``Crew.work`` was interrupted (it stopped taking units): wait, at most
+    ``HELPER_SETTLE_SECONDS``, until the units this process holds are stored or given back, so
+    that closing the unit worker does not cut them off."""
+    deadline = time.monotonic() + HELPER_SETTLE_SECONDS
+    while time.monotonic() < deadline:
+        with crew.lock:
+            if not crew.held:
+                return
+        time.sleep(POLL)
+
+
 def help_run(svc: Services, kind_name: str, entity_id: str, run: str) -> int:
     """A helper task: take and do units of ``run`` until none are left; returns how many this
     process did. The first unit taken queues one more helper when units remain."""
@@ -738,6 +755,11 @@ def help_run(svc: Services, kind_name: str, entity_id: str, run: str) -> int:
         crew.work(on_first=more)
     except RunGone:
         log.info("%s %s: the run ended while this helper worked", kind_name, entity_id)
+    except SoftTimeLimitExceeded:  # an ending, not a crash: one line, no traceback
+        _let_units_in_flight_finish(crew)
+        log.warning("%s %s: this helper ran past its time limit (WORKBENCH_JOB_TIMEOUT=%d s, "
+                    "interrupted after %d s) and takes no more units", kind_name, entity_id,
+                    svc.config.job_timeout, svc.config.job_interrupt_after)
     except JobFailed as exc:  # a cancel, a failure the job names: one line, no traceback
         log.log(exc.log_level, "unit of %s %s ended: %s", kind_name, entity_id,
                 failure_reason(exc))

@@ -318,6 +318,11 @@ class LlmRater:
                     waiting[number] -= 1
                     if self.control is not None and waiting[number] == 0:
                         self.control.advance()
+            except BaseException as exc:
+                if not isinstance(exc, JobFailed):  # interrupted (Celery's soft time limit):
+                    for future in futures:  # the chunks not started are not waited for
+                        future.cancel()
+                raise
             finally:
                 cache.close()  # what was paid for is kept, cancelled or not
         return outcomes
