@@ -36,7 +36,7 @@ import redis
 from celery import Task
 from celery.exceptions import Retry, SoftTimeLimitExceeded
 from opensearchpy.exceptions import ConnectionError as OpenSearchConnectionError
-from opensearchpy.exceptions import ConnectionTimeout, TransportError
+from opensearchpy.exceptions import ConnectionTimeout, NotFoundError, TransportError
 from tenacity import RetryCallState, Retrying, retry_if_exception, wait_exponential
 
 from workbench.config import JOB_INTERRUPT_MARGIN, JOB_STOP_MARGIN
@@ -340,6 +340,10 @@ class WorkbenchTask(Task):
         try:
             wait_out(lambda: self.write_failure(entity_id, fields),
                      min(FAILURE_WRITE_WAIT, self.budget()), f"recording ERROR of {entity_id}")
+        except NotFoundError:
+            # Deleted while its job ran (a DELETE cancels the job first): nothing to record, and
+            # the update, which never upserts, cannot bring the document back.
+            log.info("%s was deleted while its job ran; its ending is not recorded", entity_id)
         except Exception as exc:
             if is_transient(exc):
                 log.error("could not record the failure of %s (%s): it stays as it is, and the "

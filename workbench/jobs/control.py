@@ -180,9 +180,13 @@ class JobControl:
             answer = Repository(self.svc.client, self.index).update_partial(
                 self.entity_id, doc, seq_no=self.hit["_seq_no"],
                 primary_term=self.hit["_primary_term"])
-        except (ConflictError, NotFoundError):
-            log.warning("%s changed or was deleted while its job ran; stopping the job",
-                        self.entity_id)
+        except NotFoundError:  # deleted (a DELETE cancels the job first): expected, quiet
+            log.info("%s was deleted while its job ran; stopping the job", self.entity_id)
+            with self._lock:
+                self._cancelled = True
+            return
+        except ConflictError:
+            log.warning("%s changed while its job ran; stopping the job", self.entity_id)
             with self._lock:
                 self._cancelled = True
             return
