@@ -188,9 +188,9 @@ def test_a_create_whose_check_times_out_before_the_write_names_it_as_not_created
     assert reply.status == 504, reply.data[:500]
     entity_id = reply.json["error"]["entity_id"]
     reason = (f"OpenSearch cluster at http://127.0.0.1:{relay.port} did not answer within "
-              f"{TIMEOUT}s before search configuration {entity_id} was written: it was not "
-              "created. Send the request again with the same Idempotency-Key header once the "
-              "cluster answers.")
+              f"{TIMEOUT}s; search configuration {entity_id} was not created (the cluster "
+              "failed before its write). Send the request again with the same Idempotency-Key "
+              "header once the cluster answers.")
     cause = {"type": "timeout_exception", "reason": reason, "entity_id": entity_id,
              "entity_may_exist": False}
     assert reply.json == {"error": {"root_cause": [cause], **cause}, "status": 504}

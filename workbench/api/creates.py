@@ -246,8 +246,8 @@ class Create:
         what = f"{self.kind.label} {self.id}"
         again = f" with the same {HEADER} header" if self.key else ""
         return type(error)(
-            f"{error.reason} before {what} was written: it was not created. Send the request "
-            f"again{again} once the cluster answers.",
+            f"{error.reason}; {what} was not created (the cluster failed before its write). "
+            f"Send the request again{again} once the cluster answers.",
             details={"entity_id": self.id, "entity_may_exist": False})
 
     def _ambiguous(self, exc: OpenSearchConnectionError) -> WorkbenchError:
