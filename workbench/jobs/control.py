@@ -85,6 +85,7 @@ class JobControl:
         #: when the job's time limit stops it (``time.monotonic``); None: no limit
         self.stop_at = job_stop_at()
         self._timed_out = False
+        self._flag_unread = False  # the last read of the cancel flag failed (Redis away)
         self._checked_at = float("-inf")
         self._written_at = float("-inf")
 
@@ -105,9 +106,12 @@ class JobControl:
             try:
                 flagged = bool(self.svc.redis.exists(cancel_key(self.entity_id)))
             except redis.exceptions.RedisError as exc:  # Redis down: keep working
-                log.warning("cannot read the cancel flag of %s: %s", self.entity_id,
-                            type(exc).__name__)
+                if not self._flag_unread:  # once an outage, not every CHECK_INTERVAL
+                    log.warning("cannot read the cancel flag of %s (%s); the job goes on",
+                                self.entity_id, type(exc).__name__)
+                self._flag_unread = True
                 return False
+            self._flag_unread = False
             if flagged:
                 self._stop()
             return self._cancelled
