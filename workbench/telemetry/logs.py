@@ -28,8 +28,9 @@ MAX_MESSAGE_CHARS = 8_192
 MAX_TRACEBACK_CHARS = 32_768
 
 _SECRETS = [
-    # user:password@ in URLs (whatever the scheme: the match starts at "://")
-    (re.compile(r"://[^/\s:@]++:[^/\s@]++@"), "://****@"),
+    # [user]:password@ in URLs (whatever the scheme: the match starts at "://"; Redis URLs
+    # give a password alone, redis://:password@host, and so does each sentinel:// entry)
+    (re.compile(r"://[^/\s:@]*+:[^/\s@]++@"), "://****@"),
     # Authorization headers and API keys
     (re.compile(r"(?i)(authorization['\"]?\s*+[:=]\s*+['\"]?)(basic|bearer)\s++"
                 r"[A-Za-z0-9+/=._-]++"), r"\1\2 ****"),

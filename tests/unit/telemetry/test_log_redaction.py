@@ -28,6 +28,11 @@ def test_credentials_are_masked_in_every_known_form() -> None:
     assert redact("svn+ssh://u:p@h/ and https://a:b@c") == "svn+ssh://****@h/ and https://****@c"
     # a scheme of any length, even right after other text
     assert redact("x" * 100 + "://u:secret@h") == "x" * 100 + "://****@h"
+    # a password without a user, as Redis URLs and each entry of a list of sentinels give it
+    assert redact("redis://:pw@h:6379/0") == "redis://****@h:6379/0"
+    assert redact("sentinel://:pw@h1:26379/0;sentinel://:pw@h2:26379") == \
+        "sentinel://****@h1:26379/0;sentinel://****@h2:26379"
+    assert redact("http://:8080/a@b") == "http://:8080/a@b"  # no userinfo: a port, then a path
     assert redact("{'Authorization': 'Basic dXNlcjpwYXNz'}") == "{'Authorization': 'Basic ****'}"
     assert redact('authorization="Bearer abc.def-ghi"') == 'authorization="Bearer ****"'
     assert redact("api_key=abcdefgh1234 api-key: 'zyxwvuts'") == \
