@@ -34,6 +34,7 @@ from typing import Any
 
 import psutil
 import pytest
+import redis
 from opensearchpy import OpenSearch
 from opensearchpy.helpers import bulk
 
@@ -253,3 +254,39 @@ def test_jobs_ride_out_the_primarys_death_and_the_replicas_promotion(
     for worker in stack.workers:
         assert worker.alive()
         assert "Unrecoverable error" not in worker.log()
+
+
+def test_the_primarys_and_the_sentinels_passwords_reach_every_client(tmp_path: Path) -> None:
+    """A primary and sentinels that each ask for a password of their own: the shared-state
+    client and the broker (kombu's Sentinel transport) both get through, and a wrong
+    sentinel password is refused, not ignored."""
+    from kombu import Connection
+
+    from workbench.config import Config
+    from workbench.jobs.celery_app import transport_options
+    from workbench.redis_client import connect, primary_address
+
+    group = SentinelGroup(tmp_path, password="primary-pw", sentinel_password="sentinel-pw")
+    try:
+        env = {"REDIS_URL": group.url, "WORKBENCH_REDIS_MASTER_NAME": group.name,
+               "WORKBENCH_REDIS_SENTINEL_PASSWORD": "sentinel-pw"}
+        config = Config.from_env(env)
+        client = connect(config, socket_timeout=3, socket_connect_timeout=2)
+        client.set("sentinel-check", "ok")
+        assert group.primary.client.get("sentinel-check") == b"ok"
+        assert primary_address(client) == f"127.0.0.1:{group.primary.port}"
+
+        with Connection(config.celery_broker_url,
+                        transport_options=transport_options(config)) as broker:
+            queue = broker.SimpleQueue(f"sentinel-check-{uuid.uuid4().hex[:6]}")
+            queue.put({"n": 1})
+            message = queue.get(timeout=5)
+            assert message.payload == {"n": 1}
+            message.ack()
+            queue.close()
+
+        wrong = Config.from_env(dict(env, WORKBENCH_REDIS_SENTINEL_PASSWORD="wrong"))
+        with pytest.raises(redis.RedisError):
+            connect(wrong, socket_timeout=3, socket_connect_timeout=2).ping()
+    finally:
+        group.stop()

@@ -44,14 +44,18 @@ class RedisNode(Proc):
     """A ``redis-server`` keeping an append-only file in ``data_dir`` (as scripts/sentinel.sh),
     a replica of ``replica_of`` when given."""
 
-    def __init__(self, data_dir: Path, replica_of: int | None = None) -> None:
+    def __init__(self, data_dir: Path, replica_of: int | None = None,
+                 password: str | None = None) -> None:
         self.port = free_port()
         data_dir.mkdir(parents=True, exist_ok=True)
         follow = ["--replicaof", "127.0.0.1", str(replica_of)] if replica_of else []
+        secured = ["--requirepass", password, "--masterauth", password] if password else []
         super().__init__(["redis-server", "--port", str(self.port), "--bind", "127.0.0.1",
-                          "--save", "", "--appendonly", "yes", "--dir", str(data_dir), *follow],
+                          "--save", "", "--appendonly", "yes", "--dir", str(data_dir), *follow,
+                          *secured],
                          _env(), "redis-replica" if replica_of else "redis-primary")
-        self.client = redis.Redis(port=self.port, socket_timeout=2, socket_connect_timeout=1)
+        self.client = redis.Redis(port=self.port, password=password, socket_timeout=2,
+                                  socket_connect_timeout=1)
         if replica_of:
             _wait("the replica", lambda: self.client.info("replication").get(
                 "master_link_status") == "up", self)
@@ -62,31 +66,44 @@ class RedisNode(Proc):
 class SentinelNode(Proc):
     """``redis-server sentinel.conf --sentinel`` watching the primary as ``name``."""
 
-    def __init__(self, data_dir: Path, name: str, primary_port: int) -> None:
+    def __init__(self, data_dir: Path, name: str, primary_port: int,
+                 password: str | None = None, own_password: str | None = None) -> None:
+        """``password``: the primary's; ``own_password``: the sentinel's own (requirepass,
+        which the sentinels also give each other)."""
         self.port = free_port()
         conf = data_dir / f"sentinel-{self.port}.conf"  # the sentinel rewrites it as it learns
         conf.write_text("\n".join([
             f"port {self.port}", "bind 127.0.0.1", f"dir {data_dir}",
+            *([f"requirepass {own_password}"] if own_password else []),
             f"sentinel monitor {name} 127.0.0.1 {primary_port} {QUORUM}",
+            *([f"sentinel auth-pass {name} {password}"] if password else []),
             f"sentinel down-after-milliseconds {name} {DOWN_AFTER_MS}",
             f"sentinel failover-timeout {name} {FAILOVER_TIMEOUT_MS}",
             f"sentinel parallel-syncs {name} 1", ""]))
         super().__init__(["redis-server", str(conf), "--sentinel"], _env(), "sentinel")
-        self.client = redis.Redis(port=self.port, socket_timeout=2, socket_connect_timeout=1)
+        self.client = redis.Redis(port=self.port, password=own_password, socket_timeout=2,
+                                  socket_connect_timeout=1)
         _wait("a sentinel", self.client.ping, self)
 
 
 class SentinelGroup:
     """The primary, its replica and three sentinels; ``url`` and ``name`` are what the
-    workbench is given (REDIS_URL, WORKBENCH_REDIS_MASTER_NAME)."""
+    workbench is given (REDIS_URL, WORKBENCH_REDIS_MASTER_NAME). ``password``: the primary's
+    and the replica's (in the first entry of ``url``); ``sentinel_password``: the sentinels'
+    own (WORKBENCH_REDIS_SENTINEL_PASSWORD)."""
 
-    def __init__(self, data_dir: Path) -> None:
+    def __init__(self, data_dir: Path, password: str | None = None,
+                 sentinel_password: str | None = None) -> None:
         self.name = f"wb-{uuid.uuid4().hex[:6]}"
-        self.primary = RedisNode(data_dir / "primary")
-        self.replica = RedisNode(data_dir / "replica", replica_of=self.primary.port)
-        self.sentinels = [SentinelNode(data_dir, self.name, self.primary.port)
-                          for _ in range(3)]
-        self.url = ";".join(f"sentinel://127.0.0.1:{s.port}" for s in self.sentinels)
+        self.password = password
+        self.primary = RedisNode(data_dir / "primary", password=password)
+        self.replica = RedisNode(data_dir / "replica", replica_of=self.primary.port,
+                                 password=password)
+        self.sentinels = [SentinelNode(data_dir, self.name, self.primary.port, password,
+                                       sentinel_password) for _ in range(3)]
+        auth = f":{password}@" if password else ""
+        self.url = ";".join(f"sentinel://{auth if n == 0 else ''}127.0.0.1:{s.port}"
+                            for n, s in enumerate(self.sentinels))
         for node in self.sentinels:
             _wait("the sentinels' view of the group", self._knows_all(node), node, timeout=30)
 
@@ -121,7 +138,8 @@ class SentinelGroup:
         while time.monotonic() < deadline:
             if self.master_port() == port:
                 try:
-                    role = redis.Redis(port=port, socket_timeout=1).info("replication")["role"]
+                    role = redis.Redis(port=port, password=self.password,
+                                       socket_timeout=1).info("replication")["role"]
                 except redis.RedisError:
                     role = None
                 if role == "master":
