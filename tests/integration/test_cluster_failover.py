@@ -11,6 +11,7 @@ answers are those of requests already in flight to the node when it died.
 
 from __future__ import annotations
 
+import http.client
 import json
 import subprocess
 import sys
@@ -19,6 +20,7 @@ import time
 import uuid
 from collections.abc import Iterator
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 import urllib3
@@ -160,6 +162,91 @@ def statuses(api: Api, ids: dict[str, str]) -> dict[str, str]:
     return {kind: api.srw("GET", f"/{'experiments' if kind == 'experiment' else 'judgments'}"
                                  f"/{entity}").json["hits"]["hits"][0]["_source"]["status"]
             for kind, entity in ids.items()}
+
+
+class Readers:
+    """``count`` threads sending pass-through reads through the front, each on its kept-alive
+    connection and without retries of its own, as a client that trusts the front does:
+    searches whose body follows their head a few milliseconds later (as over a network, or
+    from a client that sends the two apart, as urllib3 does), and counts, in turn. Each
+    answer is kept as (start, end, status, what)."""
+
+    def __init__(self, base: str, products: str, count: int = 12) -> None:
+        self.address = urlsplit(base)
+        self.products = products
+        self.answers: list[tuple[float, float, int, str]] = []
+        self.running = True
+        self.threads = [threading.Thread(target=self._run, args=(n,)) for n in range(count)]
+
+    def _connection(self) -> http.client.HTTPConnection:
+        return http.client.HTTPConnection(self.address.hostname or "127.0.0.1",
+                                          self.address.port, timeout=60)
+
+    def _run(self, number: int) -> None:
+        body = json.dumps({"query": {"match": {"title": "running shoes"}}, "size": 5}).encode()
+        requests = [("POST", f"/{self.products}/_search", body),
+                    ("POST", f"/{self.products}/_search?size=3", body),
+                    ("POST", f"/{self.products}/_search", body),
+                    ("GET", f"/{self.products}/_count", None)]
+        conn, turn = self._connection(), number
+        while self.running:
+            method, path, data = requests[turn % len(requests)]
+            turn += 1
+            start = time.monotonic()
+            try:
+                conn.putrequest(method, path)
+                if data is not None:
+                    conn.putheader("Content-Type", "application/json")
+                    conn.putheader("Content-Length", str(len(data)))
+                conn.endheaders()
+                if data is not None:
+                    time.sleep(0.005)
+                    conn.send(data)
+                reply = conn.getresponse()
+                status, what = reply.status, reply.read()[:300].decode(errors="replace")
+            except (OSError, http.client.HTTPException) as exc:  # no answer at all
+                status, what = 0, repr(exc)
+                conn.close()
+                conn = self._connection()
+            self.answers.append((start, time.monotonic(), status, f"{method} {path}: {what}"))
+        conn.close()
+
+    def __enter__(self) -> Readers:
+        for thread in self.threads:
+            thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.running = False
+        for thread in self.threads:
+            thread.join(60)
+
+
+def test_a_node_that_dies_is_invisible_to_readers(three: dict[str, Any]) -> None:
+    """Twelve clients read through the front (searches with a body, counts) while a node is
+    killed: a read on its way to the dying node, or sent to it before it is taken out, goes
+    to another node, so every answer is a 200 (before the front waited for a read's body, a
+    search whose body came after its head and that the node's death cut off was answered
+    503, or by closing the connection). The node is started again afterwards, for the other
+    test."""
+    cluster, server = three["cluster"], three["server"]
+    for number in sorted(cluster.killed):  # the other test ran first
+        cluster.restart(number)
+    with Readers(server.url, three["products"]) as readers:
+        time.sleep(1.5)
+        cluster.kill(2)
+        dead_at = time.monotonic()
+        time.sleep(3)
+    try:
+        answers = readers.answers
+        failed = [(round(start - dead_at, 3), round(end - dead_at, 3), status, what)
+                  for start, end, status, what in answers if status != 200]
+        print(f"{len(answers)} reads, {len(failed)} not 200 (seconds from the node's death):",
+              failed)
+        assert sum(start >= dead_at - 1 for start, _, _, _ in answers) > 30
+        assert failed == []
+    finally:
+        cluster.restart(2)
 
 
 def test_losing_the_first_node_changes_nothing_for_the_jobs(three: dict[str, Any]) -> None:

@@ -4,8 +4,9 @@
 (it is asked to start the plain node first, which fetches it), each a child process with a small
 heap, its own data folder and ports 9501.. (HTTP) and 9601.. (transport), all eligible as cluster
 manager, so losing any one keeps a quorum. ``kill(n)`` sends SIGKILL to node n, as a crash
-does; ``stop()`` ends every node and removes the data. As root, the nodes run as the user
-``wbsearch`` (OpenSearch refuses root), as the script does.
+does, and ``restart(n)`` starts it again on its data; ``stop()`` ends every node and removes
+the data. As root, the nodes run as the user ``wbsearch`` (OpenSearch refuses root), as the
+script does.
 """
 
 from __future__ import annotations
@@ -61,6 +62,7 @@ class Cluster:
         self.home = Path(tempfile.mkdtemp(prefix="wb-cluster-"))
         self.procs: dict[int, subprocess.Popen[bytes]] = {}
         self.killed: set[int] = set()
+        self.commands: dict[int, tuple[list[str], dict[str, str]]] = {}
         self.name = f"wb-cluster-{os.getpid()}"
 
     @property
@@ -97,12 +99,31 @@ class Cluster:
                        OPENSEARCH_JAVA_OPTS=f"-Xms{self.heap} -Xmx{self.heap}")
             if root:
                 command = ["runuser", "-u", NODE_USER, "--", *command]
-            with (folder / "console.log").open("wb") as log:
-                self.procs[number] = subprocess.Popen(
-                    command, env=env, stdout=log, stderr=subprocess.STDOUT,
-                    stdin=subprocess.DEVNULL, cwd=REPO, start_new_session=True)
+            self.commands[number] = (command, env)
+            self._run(number)
         self.wait_for_nodes(self.count, timeout)
         return self
+
+    def _run(self, number: int) -> None:
+        command, env = self.commands[number]
+        with (self.home / f"n{number}" / "console.log").open("ab") as log:
+            self.procs[number] = subprocess.Popen(
+                command, env=env, stdout=log, stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL, cwd=REPO, start_new_session=True)
+
+    def restart(self, number: int, timeout: float = 240) -> None:
+        """Start node ``number`` again (after ``kill``) on its data, and wait until it answers
+        HTTP and the cluster has every node again and is green."""
+        self._run(number)
+        self.killed.discard(number)
+        deadline = time.monotonic() + timeout
+        while self.health(self.urls[number - 1]) is None:
+            if self.procs[number].poll() is not None:
+                raise RuntimeError(f"node n{number} exited: see {self.home}/n{number}")
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"node n{number} did not answer in {timeout:g}s")
+            time.sleep(1)
+        self.wait_for_nodes(self.count, max(1.0, deadline - time.monotonic()), green=True)
 
     def health(self, url: str | None = None) -> dict[str, object] | None:
         try:
@@ -117,8 +138,9 @@ class Cluster:
         return next(self.urls[n - 1] for n in sorted(self.procs)
                     if self.procs[n].poll() is None)
 
-    def wait_for_nodes(self, count: int, timeout: float = 240) -> None:
-        """Until the cluster has ``count`` nodes and is green (or yellow, replicas moving)."""
+    def wait_for_nodes(self, count: int, timeout: float = 240, green: bool = False) -> None:
+        """Until the cluster has ``count`` nodes and is green (or, unless ``green``, yellow:
+        replicas moving)."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             for number, proc in self.procs.items():
@@ -126,7 +148,7 @@ class Cluster:
                     raise RuntimeError(f"node n{number} exited: see {self.home}/n{number}")
             state = self.health()
             if state and state.get("number_of_nodes") == count and \
-                    state.get("status") in ("green", "yellow"):
+                    state.get("status") in (("green",) if green else ("green", "yellow")):
                 return
             time.sleep(1)
         raise RuntimeError(f"the cluster did not reach {count} nodes in {timeout:g}s")
