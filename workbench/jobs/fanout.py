@@ -50,7 +50,7 @@ from typing import Any, Protocol, TypeVar
 import redis
 from celery.exceptions import SoftTimeLimitExceeded
 
-from workbench.jobs.base import JobFailed, failure_reason, is_transient
+from workbench.jobs.base import Cancelled, JobFailed, failure_reason, is_transient
 from workbench.jobs.control import JobControl
 from workbench.jobs.leases import holder_is_dead, holder_value
 from workbench.jobs.supervisor import read_all
@@ -586,6 +586,10 @@ def spread(svc: Services, kind_name: str, entity_id: str, head: Any, payloads: S
     runner.start()
     try:
         _watch(crew, runner, keys, weights, control)
+    except BaseException as exc:
+        if not isinstance(exc, Cancelled):  # a cancel (a time limit too) stopped the run itself
+            _abandon(crew, runner, keys, exc)
+        raise
     finally:
         runner.join()
     first = crew.errors[0] if crew.errors else None
@@ -605,6 +609,20 @@ def spread(svc: Services, kind_name: str, entity_id: str, head: Any, payloads: S
     if any(o is None for o in out):
         raise JobFailed(f"{out.count(None)} of {len(out)} units of the job were not done")
     return out
+
+
+def _abandon(crew: Crew, runner: threading.Thread, keys: Keys, exc: BaseException) -> None:
+    """The parent was interrupted while it watched (Celery's soft time limit, say): every
+    participant stops taking units, the units in flight finish, ``exc`` carries what the run
+    spent, and the run is forgotten unless the job will run again (a passing outage)."""
+    crew.stopping.set()
+    with contextlib.suppress(redis.exceptions.RedisError):
+        crew.redis.set(keys.stop, "1", ex=KEY_TTL)
+    runner.join()
+    with contextlib.suppress(redis.exceptions.RedisError):
+        with_tally(exc, tally(crew.redis, keys))
+        if not is_transient(exc):
+            crew.redis.delete(*keys.all())
 
 
 def _last_known(read: Callable[[], dict[str, int]]) -> Callable[[], dict[str, int]]:
