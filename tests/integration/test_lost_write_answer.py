@@ -6,12 +6,15 @@ made again with the version the job had read, as the second attempt is."""
 from __future__ import annotations
 
 import logging
-from typing import Any
+from types import SimpleNamespace
+from typing import Any, cast
 
 import pytest
 from opensearchpy import OpenSearch
 
+from workbench.jobs.control import JobControl
 from workbench.judgments import runner
+from workbench.services import Services
 from workbench.store.repository import Repository
 
 RATINGS = [{"query": "shoes", "ratings": [{"docId": "a", "rating": 3.0}, {"docId": "b",
@@ -76,3 +79,46 @@ def test_holds_compares_the_written_fields_as_stored(
     assert not repo.holds("j1", {"status": "ERROR"})
     assert not repo.holds("j1", {"missing": None})
     assert not repo.holds("absent", {"status": "COMPLETED"})
+
+
+def controlled(direct: OpenSearch, index: str) -> tuple[Repository, JobControl]:
+    """An experiment as its job reads it, and the job's control, whose progress is fixed so
+    that a write sent twice carries the same progress twice, as a resent request does."""
+    repo = Repository(direct, index)
+    repo.create({"id": "e1", "status": "PROCESSING"})
+    hit = repo.get_hit("e1")
+    assert hit is not None
+    control = JobControl(cast(Services, SimpleNamespace(client=direct)), index, hit, "pairs",
+                         in_metadata=False)
+    progress = {"unit": "pairs", "done": 3, "total": 10, "percent": 30.0,
+                "updatedAt": "2026-11-29T00:00:00.000Z"}
+    control.snapshot = lambda: dict(progress)  # type: ignore[method-assign]
+    return repo, control
+
+
+def test_a_progress_write_applied_before_its_answer_was_lost_keeps_the_job_going(
+        direct: OpenSearch, index_name: str, caplog: pytest.LogCaptureFixture) -> None:
+    """A progress write (``update`` with ``if_seq_no``) resent after its node died, or its
+    shard's primary moved, finds its own first attempt: the job goes on, at the version read."""
+    repo, control = controlled(direct, index_name)
+    stale = dict(control.hit)
+    control.write(force=True)
+    applied = repo.get_hit("e1")
+    assert applied is not None and applied["_source"]["progress"]["done"] == 3
+    control.hit.update(_seq_no=stale["_seq_no"], _primary_term=stale["_primary_term"])
+    with caplog.at_level(logging.INFO, logger="workbench"):
+        control.write(force=True)  # the stale version: a 409
+    assert "changed while its job ran" not in caplog.text
+    assert not control._cancelled
+    assert (control.hit["_seq_no"], control.hit["_primary_term"]) == (
+        applied["_seq_no"], applied["_primary_term"])
+
+
+def test_a_progress_write_that_finds_another_change_stops_the_job(
+        direct: OpenSearch, index_name: str, caplog: pytest.LogCaptureFixture) -> None:
+    repo, control = controlled(direct, index_name)
+    repo.put({"id": "e1", "status": "PROCESSING", "name": "edited"})
+    with caplog.at_level(logging.INFO, logger="workbench"):
+        control.write(force=True)
+    assert "e1 changed while its job ran; stopping the job" in caplog.text
+    assert control._cancelled

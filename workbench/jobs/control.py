@@ -190,10 +190,17 @@ class JobControl:
                 self._cancelled = True
             return
         except ConflictError:
-            log.warning("%s changed while its job ran; stopping the job", self.entity_id)
-            with self._lock:
-                self._cancelled = True
-            return
+            # sent again after its node died or its shard moved, it may find itself applied
+            try:
+                answer = Repository(self.svc.client, self.index).holding(
+                    self.entity_id, doc, merged=True) or {}
+            except TransportError:
+                answer = {}
+            if "_seq_no" not in answer:
+                log.warning("%s changed while its job ran; stopping the job", self.entity_id)
+                with self._lock:
+                    self._cancelled = True
+                return
         except TransportError as exc:  # progress is informative: never fail the job for it
             log.warning("could not write the progress of %s: %s", self.entity_id, exc)
             return

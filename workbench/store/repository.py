@@ -43,6 +43,18 @@ def _index_missing(exc: NotFoundError) -> bool:
     return exc.error == "index_not_found_exception"
 
 
+def _contains(stored: Any, sent: dict[str, Any], merged: bool) -> bool:
+    for key, value in sent.items():
+        if not isinstance(stored, dict) or key not in stored:
+            return False
+        if merged and isinstance(value, dict):
+            if not _contains(stored[key], value, merged):
+                return False
+        elif stored[key] != value:
+            return False
+    return True
+
+
 class Repository:
     """Documents of one index, addressed by their ``id`` (which is also ``_id``)."""
 
@@ -76,18 +88,25 @@ class Repository:
         A conditional write (``put`` with ``seq_no``) that fails with a conflict may have been
         applied all the same: when its node died with the write on its way, the write is sent
         again (by opensearch-py to another node, or by the cluster to the replica promoted in
-        the dead primary's place) and that second attempt finds the document already at the
-        next version. The caller then asks this before calling it a conflict."""
+        the dead primary's place, or to a relocated primary) and that second attempt finds the
+        document already at the next version. The caller then asks this before calling it a
+        conflict."""
+        return self.holding(doc_id, fields) is not None
+
+    def holding(self, doc_id: str, fields: dict[str, Any],
+                merged: bool = False) -> dict[str, Any] | None:
+        """The document's hit (with its version) when it now holds ``fields``, else None; with
+        ``merged`` (what ``update_partial`` wrote), objects are compared key by key, as such an
+        update merges them into what was there."""
         try:
             hit = self.get_hit(doc_id)
         except NotFoundError:
-            return False
+            return None
         if hit is None:
-            return False
-        stored = hit["_source"]
+            return None
         # as the client sent them and a read gives them back (tuples as lists, and so on)
         sent = json.loads(self.client.transport.serializer.dumps(fields))
-        return all(key in stored and stored[key] == value for key, value in sent.items())
+        return hit if _contains(hit["_source"], sent, merged) else None
 
     def update_fields(self, doc_id: str, fields: dict[str, Any]) -> None:
         """Replace the given top-level fields (whole values, not merged objects)."""
