@@ -144,6 +144,9 @@ def test_a_job_waits_out_a_two_minute_cluster_outage(
         assert ids and len(ids) == len(set(ids)) and set(ids) <= titles, entry
         for rating in entry["ratings"]:
             float(rating["rating"])
+    # Every call made is in the usage, the calls of the attempt the outage cut short included.
+    assert doc["metadata"]["usage"]["llmCalls"] == llm.calls, (doc["metadata"]["usage"],
+                                                                llm.calls)
     assert "trying again" in log  # waited out by the job itself ...
     assert "queued again" not in log  # ... not re-run by the sweeper
     assert released, r.mget([leases.lease_key(GENERATE, judgment_id),

@@ -63,6 +63,20 @@ _job_started: contextvars.ContextVar[float | None] = contextvars.ContextVar(
     "workbench_job_started", default=None)
 
 
+#: what the job running in this context keeps across its attempts (``job_state``)
+_job_state: contextvars.ContextVar[dict[str, Any] | None] = contextvars.ContextVar(
+    "workbench_job_state", default=None)
+
+
+def job_state() -> dict[str, Any]:
+    """A dict that lives as long as the job running in this context, across the attempts
+    ``wait_out`` makes after an outage (each attempt starts the job from the beginning, so what
+    an attempt paid for — an LLM judgment's calls — would otherwise be forgotten by the next);
+    outside a job, a new empty dict."""
+    state = _job_state.get()
+    return state if state is not None else {}
+
+
 def job_stop_at() -> float | None:
     """When the job running in this context is to stop (``time.monotonic``): ``JOB_STOP_MARGIN``
     seconds before ``WORKBENCH_JOB_TIMEOUT``; None outside a job."""
@@ -253,6 +267,7 @@ class WorkbenchTask(Task):
                 lease = None
         requeued = False
         started = _job_started.set(time.monotonic())
+        state = _job_state.set({})
         metered = instruments.job_run(instruments.job_kind(self.name)) \
             if self.status_index and entity_id else contextlib.nullcontext({"ending": ""})
         try:
@@ -282,6 +297,7 @@ class WorkbenchTask(Task):
             return None
         finally:
             _job_started.reset(started)
+            _job_state.reset(state)
             if lease is not None:
                 lease.release(requeued)
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
-from workbench.jobs.base import JobFailed
+from workbench.jobs.base import JobFailed, job_state
 from workbench.jobs.control import JobControl
 from workbench.judges import ratings as parse
 from workbench.judgments.llm import chunking, cost, prompt
@@ -78,6 +78,12 @@ class JobUsage:
     cached_ratings: int = 0
     reused_ratings: int = 0
     latency_ms: int = 0
+
+    def paid(self) -> JobUsage:
+        """The part of this usage that a model was paid for (calls, tokens, their time), without
+        the ratings taken from a cache or reused."""
+        return JobUsage(self.input_tokens, self.output_tokens, self.llm_calls,
+                        latency_ms=self.latency_ms)
 
     def add(self, other: JobUsage) -> None:
         self.input_tokens += other.input_tokens
@@ -197,6 +203,11 @@ class LlmRater:
         self.pricing = pricing_of(self.model)
         self.budget = cost.Budget.of(metadata, self.pricing)
         if control is not None:
+            # The job's own rater (a split job's helpers have none): what an earlier attempt of
+            # this job paid for before an outage made it start again is paid for all the same.
+            state = job_state()
+            self.usage.add(state["llmPaid"].paid() if "llmPaid" in state else JobUsage())
+            state["llmPaid"] = self.usage
             control.usage = lambda: {"llmCalls": self.usage.llm_calls,
                                      "inputTokens": self.usage.input_tokens,
                                      "outputTokens": self.usage.output_tokens}
