@@ -12,7 +12,10 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import operator
+import re
 from collections.abc import Callable
+from json.encoder import c_make_encoder, encode_basestring  # type: ignore[attr-defined]
 from typing import Any
 
 from opensearchpy import OpenSearch
@@ -37,14 +40,33 @@ MAX_NUMBER_LENGTH = 1000  # Jackson 3's StreamReadConstraints: a longer number d
 MAX_DEPTH = 500  # nor a body nested deeper
 
 
-def utf16_key(text: str) -> bytes:
-    """Java's ``String.compareTo`` order (UTF-16 code units), not Python's code points: U+FF5E
-    sorts after U+1F600, whose first unit is 0xD83D."""
-    return text.encode("utf-16-be", "surrogatepass")
+# Python's JSON escapes the same characters the same way, but writes \u00XX in lower case
+_LOWER_HEX_ESCAPE = re.compile("[\x0b\x0e\x0f\x1a-\x1f]")
+# A map whose keys are ASCII and values strings, integers, booleans or null: Python's JSON
+# writes it as Jackson does (ASCII keys sort the same in code points and in UTF-16 units)
+# unless a string holds a control character written \u00XX (then the text holds "\u00").
+_PLAIN_TYPES = frozenset({str, int, bool, type(None)})
+_PLAIN_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), sort_keys=True,
+                                  check_circular=False)
+# CPython's C encoder, called without JSONEncoder's set-up for each of many small maps
+_C_ENCODER = None if c_make_encoder is None else c_make_encoder(
+    None, None, encode_basestring, None, ":", ",", True, False, False)
+
+
+def _plain_map(value: dict[str, Any]) -> str:
+    if _C_ENCODER is None:  # pragma: no cover
+        return _PLAIN_ENCODER.encode(value)
+    return "".join(_C_ENCODER(value, 0))
+
+utf16_key = operator.methodcaller("encode", "utf-16-be", "surrogatepass")
+"""Java's ``String.compareTo`` order (UTF-16 code units), not Python's code points: U+FF5E
+sorts after U+1F600, whose first unit is 0xD83D."""
 
 
 def _string(text: str) -> str:
-    return '"' + text.translate(_TO_ESCAPE) + '"'
+    if _LOWER_HEX_ESCAPE.search(text):
+        return '"' + text.translate(_TO_ESCAPE) + '"'
+    return encode_basestring(text)
 
 
 def _number(value: int | float) -> str:
@@ -140,56 +162,74 @@ def search_body(query: Any) -> str:
     return jackson(body, sort_maps=False)
 
 
-# -- the three payloads -----------------------------------------------------------------------
+# -- the three payloads, written as canonical JSON ---------------------------------------------
+# Built as text: a judgment list holds up to 500,000 ratings, each written once (its text is
+# also its sort key), most by Python's JSON encoder (_plain_map).
 
-def query_set_payload(doc: dict[str, Any]) -> dict[str, Any]:
+def _rating(rating: dict[str, Any]) -> str:
+    if _PLAIN_TYPES.issuperset(map(type, rating.values())) and "".join(rating).isascii():
+        text = _plain_map(rating)
+        if "\\u00" not in text:
+            return text
+    return jackson(rating)
+
+
+def _join(texts: list[str]) -> str:
+    return "[" + ",".join(texts) + "]"
+
+
+def query_set_json(doc: dict[str, Any]) -> str:
     """``{"queries": [...]}``: every entry's stored ``queryText``, sorted."""
-    texts = [entry.get("queryText") for entry in doc.get("querySetQueries") or []
-             if isinstance(entry, dict)]
-    return {"queries": sorted((t for t in texts if isinstance(t, str)), key=utf16_key)}
+    entries = doc.get("querySetQueries")
+    texts = [entry.get("queryText") for entry in entries if isinstance(entry, dict)] \
+        if isinstance(entries, list) else []
+    return '{"queries":' + _join([_string(t) for t in sorted(
+        (t for t in texts if isinstance(t, str)), key=utf16_key)]) + "}"
 
 
-def _rows(judgment_ratings: Any) -> list[dict[str, Any]]:
+def _rows(judgment_ratings: Any) -> str:
     """Rows ``{"query", "ratings"}`` sorted by query; each row's ratings (their keys sorted) in
     the order of their canonical JSON. Both sorts are stable, as Java's."""
     if not isinstance(judgment_ratings, list):
-        return []
-    rows: list[tuple[str, list[dict[str, Any]]]] = []
+        return "[]"
+    rows: list[tuple[str, str]] = []
     for block in judgment_ratings:
         if not isinstance(block, dict):
             continue
         ratings = block.get("ratings")
-        keyed = [(jackson(r), r) for r in ratings if isinstance(r, dict)] \
+        texts = [_rating(r) for r in ratings if isinstance(r, dict)] \
             if isinstance(ratings, list) else []
-        keyed.sort(key=lambda pair: utf16_key(pair[0]))
+        texts.sort(key=utf16_key)
         query = block.get("query")
-        rows.append(("" if query is None else java_string(query), [r for _, r in keyed]))
+        rows.append(("" if query is None else java_string(query), _join(texts)))
     rows.sort(key=lambda row: utf16_key(row[0]))
-    return [{"query": query, "ratings": ratings} for query, ratings in rows]
+    return _join(['{"query":' + _string(query) + ',"ratings":' + ratings + "}"
+                  for query, ratings in rows])
 
 
-def judgments_payload(docs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def judgments_json(docs: list[dict[str, Any]]) -> str:
     """One ``{"rows": [...]}`` per judgment, in the experiment's order."""
-    return [{"rows": _rows(doc.get("judgmentRatings"))} for doc in docs]
+    return _join(['{"rows":' + _rows(doc.get("judgmentRatings")) + "}" for doc in docs])
 
 
-def configurations_payload(docs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def configurations_json(docs: list[dict[str, Any]]) -> str:
     """One ``{"index", "pipeline", "query"}`` per configuration, in the experiment's order;
     ``query`` is a string (``search_body``)."""
     out = []
     for doc in docs:
         pipeline = doc.get("searchPipeline")
-        out.append({"index": doc.get("index"), "pipeline": "" if pipeline is None else pipeline,
-                    "query": search_body(doc.get("query"))})
-    return out
+        out.append('{"index":' + jackson(doc.get("index"))
+                   + ',"pipeline":' + jackson("" if pipeline is None else pipeline)
+                   + ',"query":' + _string(search_body(doc.get("query"))) + "}")
+    return _join(out)
 
 
 def canonical_inputs(query_set: dict[str, Any], judgments: list[dict[str, Any]],
                      configs: list[dict[str, Any]]) -> dict[str, str]:
     """The canonical JSON of each input, the strings whose hashes are the signature."""
-    return {"query_set": jackson(query_set_payload(query_set)),
-            "judgment_list": jackson(judgments_payload(judgments)),
-            "search_configurations": jackson(configurations_payload(configs))}
+    return {"query_set": query_set_json(query_set),
+            "judgment_list": judgments_json(judgments),
+            "search_configurations": configurations_json(configs)}
 
 
 def signature(query_set: dict[str, Any], judgments: list[dict[str, Any]],

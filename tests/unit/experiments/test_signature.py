@@ -59,6 +59,22 @@ def test_a_query_body_keeps_its_key_order_and_loses_from_size_profile() -> None:
     assert search_body(None) == ""
 
 
+@pytest.mark.parametrize(("rating", "text"), [
+    ({"rating": "1", "docId": "a\x1f\x01"}, '{"docId":"a\\u001F\\u0001","rating":"1"}'),
+    ({"docId": "\\u001f", "rating": 2}, '{"docId":"\\\\u001f","rating":2}'),
+    ({"\uff5e": 1, "\U0001F600": 2}, '{"\U0001F600":2,"\uff5e":1}'),
+    ({"docId": "d", "rating": 1e-05, "x": True, "y": None},
+     '{"docId":"d","rating":1.0E-5,"x":true,"y":null}'),
+])
+def test_a_rating_is_written_as_jackson_writes_it(rating: dict[str, Any], text: str) -> None:
+    (row,) = json.loads(canonical_inputs({}, [{"judgmentRatings": [
+        {"query": "q", "ratings": [rating]}]}], [])["judgment_list"])[0]["rows"]
+    assert canonical_inputs({}, [{"judgmentRatings": [{"query": "q", "ratings": [rating]}]}],
+                            [])["judgment_list"] == '[{"rows":[{"query":"q","ratings":[' + text \
+        + "]}]}]"
+    assert row["ratings"] == [rating]
+
+
 # -- validate ---------------------------------------------------------------------------------
 
 class Cluster:
