@@ -7,12 +7,13 @@
 from __future__ import annotations
 
 import math
-from decimal import Decimal
+from decimal import ROUND_HALF_EVEN, Decimal
 from typing import Any
 
 
 def double_to_string(x: float) -> str:
-    """Java ``Double.toString``: shortest digits, plain for 1e-3 <= |x| < 1e7, else ``d.dddE±n``."""
+    """Java ``Double.toString`` (Java 19 and later): shortest digits (two when a two-digit decimal
+    is nearer, as ``4.9E-324``), plain for 1e-3 <= |x| < 1e7, else ``d.dddE±n``."""
     if math.isnan(x):
         return "NaN"
     if math.isinf(x):
@@ -22,6 +23,13 @@ def double_to_string(x: float) -> str:
     sign = "-" if x < 0 else ""
     d = Decimal(repr(abs(x)))
     digits = "".join(map(str, d.as_tuple().digits)).rstrip("0") or "0"
+    if len(digits) == 1:  # Java picks the two-digit decimal nearest x if it reads back as x
+        exact = Decimal(abs(x))
+        two = exact.scaleb(-exact.adjusted() + 1).quantize(Decimal(1), ROUND_HALF_EVEN)
+        candidate = two.scaleb(exact.adjusted() - 1)
+        if float(candidate) == abs(x) and two % 10:
+            d = candidate
+            digits = str(int(two))
     exponent = d.adjusted()
     if 1e-3 <= abs(x) < 1e7:
         if exponent >= 0:
