@@ -113,11 +113,11 @@ SCALES = ("SCORE0_1", RELEVANT_IRRELEVANT)
 # What Java's String.trim() removes: every character up to the space.
 _JAVA_BLANK = "".join(chr(c) for c in range(33))
 # What Java's Double.parseDouble reads once trimmed: a decimal (with a float/double suffix), a
-# hexadecimal float, NaN or Infinity, each with an optional sign.
+# hexadecimal float, NaN or Infinity, each with an optional sign; ASCII digits only.
 _DOUBLE = re.compile(r"^[+-]?(?:(?:\d++(?:\.\d*+)?|\.\d++)(?:[eE][+-]?\d++)?[fFdD]?"
-                     r"|NaN|Infinity)$")
+                     r"|NaN|Infinity)$", re.ASCII)
 _HEX_DOUBLE = re.compile(r"^[+-]?0[xX](?:[0-9a-fA-F]++\.?[0-9a-fA-F]*+|\.[0-9a-fA-F]++)"
-                         r"[pP][+-]?\d++[fFdD]?$")
+                         r"[pP][+-]?\d++[fFdD]?$", re.ASCII)
 
 
 def _text(value: Any) -> str | None:

@@ -501,7 +501,7 @@ def test_edit_reasons(body: dict[str, Any], expected: str) -> None:
     ("-0", -0.0), ("1e-400", 0.0), ("0x1p-1", 0.5), ("0X.8P0d", 0.5), ("NaN", math.nan),
     ("-Infinity", -math.inf), ("1e400", math.inf),
     ("high", None), ("", None), ("inf", None), ("nan", None), ("1_0", None), ("0x1", None),
-    ("1e", None), ("--1", None),
+    ("1e", None), ("--1", None), ("\u0661", None), ("1\n2", None),
 ])
 def test_java_double(text: str, number: float | None) -> None:
     parsed = java_double(text)
