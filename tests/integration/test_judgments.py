@@ -357,19 +357,20 @@ def test_a_concurrent_write_is_the_clusters_version_conflict(
     def read_then_changed(self: Repository, doc_id: str) -> Any:
         hit = read(self, doc_id)
         if doc_id == judgment_id and not seen:
-            seen.update(hit)
-            direct.update(index=INDEX, id=judgment_id, refresh=True,
-                          body={"doc": {"status": "RETRYING"}})
+            seen["read"] = hit
+            seen["changed"] = direct.update(index=INDEX, id=judgment_id, refresh=True,
+                                            body={"doc": {"status": "RETRYING"}})
         return hit
 
     monkeypatch.setattr(Repository, "get_hit", read_then_changed)
     client = create_app(Config.from_env(env)).test_client()
     reply = client.put(f"/_plugins/_search_relevance/judgments/{judgment_id}", json={
         "judgmentRatings": [{"query": "q", "ratings": [{"docId": "a", "rating": 1}]}]})
-    reason = (f"[{judgment_id}]: version conflict, required seqNo [{seen['_seq_no']}], primary "
-              f"term [{seen['_primary_term']}]. current document has seqNo "
-              f"[{seen['_seq_no'] + 1}] and primary term [{seen['_primary_term']}]")
     assert reply.status_code == 409, reply.data
+    read_at, now_at = seen["read"], seen["changed"]
+    reason = (f"[{judgment_id}]: version conflict, required seqNo [{read_at['_seq_no']}], "
+              f"primary term [{read_at['_primary_term']}]. current document has seqNo "
+              f"[{now_at['_seq_no']}] and primary term [{now_at['_primary_term']}]")
     body = reply.get_json()
     assert body["status"] == 409
     for error in (body["error"], body["error"]["root_cause"][0]):
