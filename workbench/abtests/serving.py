@@ -4,7 +4,8 @@ Both configurations' searches go to the cluster in one ``_msearch``, as the call
 may not read the index gets the cluster's own 403). Their hits are merged by team-draft
 interleaving seeded by (test, version, query, client id), so the same user sees the same list
 again and the stored impression can be replayed; the list is as long as the longer of the two
-result lists, as the plugin's. The user's text is substituted JSON-escaped
+result lists, as the plugin's, and a search that shows nothing records no impression
+(``query_id`` null). The user's text is substituted JSON-escaped
 (``render(..., escape=True)``), so a query holding ``"`` or ``\\`` is searched as typed. The
 checks come in the plugin's order, with its messages. A disabled test searches configuration A
 only, tags its hits with A's id as the plugin does, and records nothing: its traffic is not test
@@ -94,7 +95,8 @@ def search(client: OpenSearch, definition: Definition | None, params: dict[str, 
     uuids = {A: test.uuid_a, B: test.uuid_b}
     hits = [_tagged(by_team[team.upper()][doc_id], uuids[team.upper()])
             for doc_id, team in shown]
-    query_id = str(uuid.uuid4())
+    # A search that shows nothing (``size`` 0, no hits, a page past the end) is no impression.
+    query_id = str(uuid.uuid4()) if shown else None
     return Served(_response(test.test_id, test.version, query_id, hits), searches[0].index,
                   text, chosen_client, shown)
 
