@@ -104,6 +104,24 @@ class Conflict(WorkbenchError):
     error_type = "search_relevance_exception"
 
 
+class SearchRelevanceError(WorkbenchError):
+    """The plugin's ``SearchRelevanceException`` with the status it carries. A ``cause`` (an
+    exception that is not OpenSearch's own, e.g. Java's ``IllegalArgumentException``) is shown
+    as ``caused_by`` only: OpenSearch names the exception itself as the root cause then."""
+
+    error_type = "search_relevance_exception"
+
+    def __init__(self, reason: str, status: int, cause: dict[str, Any] | None = None) -> None:
+        super().__init__(reason, status=status)
+        self.cause = cause
+
+    def body(self) -> dict[str, Any]:
+        body = envelope(self.status, self.error_type, self.reason)
+        if self.cause:
+            body["error"]["caused_by"] = self.cause
+        return body
+
+
 class AlreadyExists(Conflict):
     """A create found a document with its id (``op_type=create``): 409, as the cluster says it.
     A create with an Idempotency-Key answers its first result instead (api/creates.py)."""

@@ -329,6 +329,83 @@ def test_a_short_side_ends_the_draft_and_its_filler_is_shown_but_not_credited(
     assert (result["impressions"], result["impressions_with_clicks"]) == (1, 0)
 
 
+def ids_configuration(ab: Api, products: str, ids: list[str]) -> str:
+    """A configuration that finds these documents, in this order (``n`` ascending)."""
+    return search_configuration(ab, f"ids-{uuid.uuid4().hex[:6]}", products, json.dumps(
+        {"query": {"ids": {"values": ids}}, "sort": [{"n": "asc"}]}))
+
+
+def test_two_lists_of_three_with_nothing_in_common_show_three(
+        ab: Api, products: str, direct: OpenSearch, ubi: dict[str, str]) -> None:
+    # The plugin's answer: its list is as long as the longer of the two (3), not their union.
+    test_id = new_test(ab, (ids_configuration(ab, products, ["d1", "d2", "d3"]),
+                            ids_configuration(ab, products, ["d4", "d5", "d6"])))
+    test = ab.srw("GET", f"/ab_tests/{test_id}").json["hits"]["hits"][0]["_source"]
+    teams = {test["config_a_uuid"]: "A", test["config_b_uuid"]: "B"}
+    thirds = set()
+    for n in range(12):
+        body = search(ab, test_id, client_id=f"three-{n}", size=10).json
+        hits = [(h["_id"], teams[h["_search_configuration_id"]]) for h in body["hits"]]
+        assert len(hits) == 3
+        # round 1: the best of each, one per team; the coin gives the third place to either
+        assert {hits[0], hits[1]} == {("d1", "A"), ("d4", "B")}
+        assert hits[2] in (("d2", "A"), ("d5", "B"))
+        thirds.add(hits[2])
+    assert len(thirds) == 2
+    # the impression holds the three shown, all credited
+    doc = wait_for_impressions(direct, ubi["queries"], [body["query_id"]])[body["query_id"]]
+    assert doc["query_response_hit_ids"] == [doc_id for doc_id, _ in hits]
+    assert doc["query_attributes"]["ab_test_teams"] == [team for _, team in hits]
+    # a page past the three shows nothing
+    assert search(ab, test_id, client_id="three-0", size=10, **{"from": 3}).json["hits"] == []
+
+
+def test_a_search_that_shows_nothing_is_no_impression(
+        ab: Api, configs: tuple[str, str], direct: OpenSearch, ubi: dict[str, str]) -> None:
+    test_id = new_test(ab, configs)
+    empty = [search(ab, test_id, client_id="shows-nothing", size=0),  # size 0
+             search(ab, test_id, query="zebra", client_id="shows-nothing"),  # no hits
+             search(ab, test_id, client_id="shows-nothing", **{"from": 40})]  # past the end
+    for reply in empty:
+        assert reply.status == 200
+        assert reply.json == {"test_id": test_id, "version": 0, "query_id": None, "hits": []}
+    shown = search(ab, test_id, client_id="shows-something", size=1).json
+    assert len(shown["hits"]) == 1 and shown["query_id"] is not None
+    # once the impression of the search that showed a hit is stored, it is the only one
+    wait_for_impressions(direct, ubi["queries"], [shown["query_id"]])
+    found = direct.search(index=ubi["queries"], body={
+        "query": {"term": {"query_attributes.ab_test_id": test_id}}})
+    assert [h["_source"]["query_id"] for h in found["hits"]["hits"]] == [shown["query_id"]]
+    result = ab.srw("GET", f"/ab_tests/{test_id}/_results").json
+    assert (result["impressions"], result["impressions_without_clicks"]) == (1, 1)
+
+
+def test_a_list_or_an_object_in_query_params_is_read_as_java_writes_it(
+        ab: Api, configs: tuple[str, str], direct: OpenSearch, ubi: dict[str, str]) -> None:
+    test_id = new_test(ab, configs)
+    path = f"/ab_tests/{test_id}/_search"
+    as_list = ab.srw("POST", path, {"query_params": {"SearchText": ["red", "shoe"]},
+                                    "client_id": "java-list"}).json
+    as_object = ab.srw("POST", path, {"query_params": {"SearchText": {
+        "size": 1.0, "colour": "red", "tags": ["a", "b"], "on": True, "n": None,
+        "big": 12345678901234567890, "x": 1.5e20}}, "client_id": "java-map"}).json
+    docs = wait_for_impressions(direct, ubi["queries"],
+                                [as_list["query_id"], as_object["query_id"]])
+    assert docs[as_list["query_id"]]["user_query"] == "[red, shoe]"
+    # a java.util.HashMap, in its order
+    assert docs[as_object["query_id"]]["user_query"] == (
+        "{big=12345678901234567890, colour=red, size=1.0, x=1.5E20, n=null, tags=[a, b], "
+        "on=true}")
+    assert len(as_list["hits"]) == 10 and len(as_object["hits"]) == 10  # "red" matches
+    # the limit applies to Java's text: "[" + 1022 + "]" is 1024 characters, one more is 1025
+    assert ab.srw("POST", path, {"query_params": {"SearchText": ["x" * 1022]}}).status == 200
+    assert text(ab.srw("POST", path, {"query_params": {"SearchText": ["x" * 1023]}})) == (
+        400, PLAIN, "query_params value exceeds maximum length of 1024 characters")
+    assert text(ab.srw("POST", path, {"query_params": {"SearchText": "x",
+                                                       "other": {"k": "a\u0001"}}})) == (
+        400, PLAIN, "query_params value contains invalid control characters")
+
+
 def test_query_text_with_quotes_and_backslashes_is_searched_as_typed(
         ab: Api, configs: tuple[str, str]) -> None:
     test_id = new_test(ab, configs)

@@ -3,6 +3,7 @@ validate, delete cascade, idempotent re-runs and bad input."""
 
 from __future__ import annotations
 
+import json
 import math
 import uuid
 from collections.abc import Iterator
@@ -12,6 +13,7 @@ import pytest
 from opensearchpy import OpenSearch
 
 from tests.support.api import Api, search_configuration
+from tests.support.data import REPO
 from tests.support.processes import Worker
 from tests.support.waiting import finished
 from workbench.jobs.celery_app import celery_app
@@ -372,11 +374,52 @@ def test_pairwise_needs_two_configurations(api: Api, world: dict[str, Any]) -> N
         400, "PAIRWISE_COMPARISON requires exactly 2 search configurations, got: 1")
 
 
-def test_empty_query_set_is_refused(api: Api, world: dict[str, Any]) -> None:
+@pytest.mark.parametrize("kind", ["PAIRWISE_COMPARISON", "POINTWISE_EVALUATION",
+                                  "HYBRID_OPTIMIZER"])
+def test_an_experiment_on_a_query_set_with_no_queries_completes(
+        api: Api, world: dict[str, Any], direct: OpenSearch, kind: str) -> None:
+    """A query set with no queries (sampled from a UBI index that has none: the plugin's own
+    experiment stories do this on a fresh cluster) is accepted, as by the plugin; the
+    experiment completes with no results and writes no evaluation results or variants."""
     empty = api.srw("PUT", "/query_sets", {"name": "empty", "querySetQueries": []}).json[
         "query_set_id"]
-    api.srw("PUT", "/experiments", pointwise(world, querySetId=empty)).error(
-        400, f"QuerySet [{empty}] has no queries")
+    configurations = {"PAIRWISE_COMPARISON": [world["by_rank"], world["by_price"]],
+                      "HYBRID_OPTIMIZER": [world["hybrid"]]}.get(kind, [world["by_rank"]])
+    body = {"type": kind, "querySetId": empty, "searchConfigurationList": configurations,
+            "size": 3}
+    if kind != "PAIRWISE_COMPARISON":
+        body["judgmentList"] = [world["judgment"]]
+    experiment_id = create(api, body)
+    done = wait(api, f"/experiments/{experiment_id}")
+    assert (done["status"], done["results"]) == ("COMPLETED", [])
+    assert by_experiment(direct, EVALUATIONS, experiment_id) == []
+    assert by_experiment(direct, VARIANTS, experiment_id) == []
+
+
+def test_the_plugins_story_on_a_fresh_cluster(api: Api, world: dict[str, Any],
+                                            direct: OpenSearch) -> None:
+    """The plugin's experiment and scheduled-experiment stories: a query set sampled from a UBI
+    queries index that holds nothing, a pointwise experiment on it, a schedule for that."""
+    ubi = f"test-ubi-empty-{uuid.uuid4().hex[:6]}"
+    spec = json.loads((REPO / "index_mappings" / "ubi" / "ubi_queries.json").read_text())
+    direct.indices.create(index=ubi, body={"mappings": spec["mappings"]})
+    try:
+        sampled = api.srw("POST", "/query_sets", {
+            "name": "test03", "description": "test03", "sampling": "random",
+            "querySetSize": 200, "ubiQueriesIndex": ubi})
+        assert sampled.status == 200, sampled.data
+        query_set = sampled.json["query_set_id"]
+        stored = api.srw("GET", f"/query_sets/{query_set}").json["hits"]["hits"][0]["_source"]
+        assert stored["querySetQueries"] == []
+        experiment_id = create(api, pointwise(world, querySetId=query_set, size=10))
+        done = wait(api, f"/experiments/{experiment_id}")
+        assert (done["status"], done["results"]) == ("COMPLETED", [])
+        scheduled = api.srw("POST", "/experiments/schedule",
+                            {"experimentId": experiment_id, "cronExpression": "1 1 1 1 1"})
+        assert scheduled.json == {"job_id": experiment_id, "job_result": "CREATED"}
+        assert api.srw("DELETE", f"/experiments/schedule/{experiment_id}").status == 200
+    finally:
+        direct.indices.delete(index=ubi, ignore=[404])
 
 
 @pytest.mark.parametrize("query, reason", [

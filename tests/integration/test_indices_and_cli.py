@@ -69,6 +69,64 @@ def test_init_indices_is_idempotent_and_safe_in_parallel(env, prefixed_mappings,
     assert again.stdout.strip() == "created: nothing (all indices exist)"
 
 
+GENERATED_QUERY_SET_FIELDS = {
+    "type": "keyword", "status": "keyword", "numberOfQueryTerms": "integer",
+    "modelId": "keyword", "sourceIndex": "keyword", "contextFields": "keyword",
+    "categories": "keyword"}
+
+
+def query_set_types(direct: OpenSearch, index: str) -> dict[str, str | None]:
+    properties = direct.indices.get_mapping(index=index)[index]["mappings"]["properties"]
+    return {name: properties.get(name, {}).get("type") for name in GENERATED_QUERY_SET_FIELDS}
+
+
+def test_the_fields_of_generated_query_sets_are_mapped_on_a_new_index(
+        env, prefixed_mappings, direct: OpenSearch) -> None:
+    """The fields the plugin's generated query sets will write have their declared types
+    from the start, so a later plugin mapping never meets a dynamically made ``text``."""
+    folder, names = prefixed_mappings
+    (query_sets,) = [n for n in names if n.endswith("search-relevance-queryset")]
+    result = run_cli(dict(env, WORKBENCH_INDEX_MAPPINGS_DIR=str(folder)), "init-indices")
+    assert result.returncode == 0, result.stderr
+    assert query_set_types(direct, query_sets) == GENERATED_QUERY_SET_FIELDS
+
+
+def test_the_fields_of_generated_query_sets_are_added_to_an_existing_index(
+        env, prefixed_mappings, direct: OpenSearch) -> None:
+    """An index made by an earlier version (the mapping without them, a query set in it) gets
+    the fields by put-mapping at ``init-indices``, before anything writes them; what it had is
+    unchanged, and a query set written afterwards keeps the declared types."""
+    folder, names = prefixed_mappings
+    (query_sets,) = [n for n in names if n.endswith("search-relevance-queryset")]
+    spec = json.loads((folder / "queryset.json").read_text())
+    earlier = json.loads(json.dumps(spec["mappings"]))
+    for name in GENERATED_QUERY_SET_FIELDS:
+        del earlier["properties"][name]
+    direct.indices.create(index=query_sets, body={"settings": spec["settings"],
+                                                  "mappings": earlier})
+    direct.index(index=query_sets, id="old", refresh=True, body={
+        "id": "old", "name": "old", "sampling": "manual",
+        "querySetQueries": [{"queryText": "shoes"}]})
+    assert set(query_set_types(direct, query_sets).values()) == {None}
+
+    result = run_cli(dict(env, WORKBENCH_INDEX_MAPPINGS_DIR=str(folder)), "init-indices")
+    assert result.returncode == 0, result.stderr
+    assert query_sets not in result.stdout  # it existed: not created again
+    assert query_set_types(direct, query_sets) == GENERATED_QUERY_SET_FIELDS
+    mapping = direct.indices.get_mapping(index=query_sets)[query_sets]["mappings"]
+    assert mapping["properties"] == as_stored(spec["mappings"]["properties"])
+    assert direct.get(index=query_sets, id="old")["_source"]["name"] == "old"
+
+    direct.index(index=query_sets, id="generated", refresh=True, body={
+        "id": "generated", "name": "generated", "sampling": "llm_random",
+        "type": "llm_query_set", "status": "PROCESSING", "numberOfQueryTerms": 5,
+        "modelId": "m1", "sourceIndex": "products", "contextFields": ["title"],
+        "categories": ["shoes", "hats"], "querySetQueries": []})
+    assert query_set_types(direct, query_sets) == GENERATED_QUERY_SET_FIELDS
+    again = run_cli(dict(env, WORKBENCH_INDEX_MAPPINGS_DIR=str(folder)), "init-indices")
+    assert again.stdout.strip() == "created: nothing (all indices exist)"
+
+
 def test_server_start_creates_the_system_indices(server, direct: OpenSearch) -> None:
     for path in sorted((REPO / "index_mappings").glob("*.json")):
         name = json.loads(path.read_text())["index"]

@@ -192,12 +192,193 @@ def test_retry_and_edit_refuse_other_types(api: Api, worker: Worker) -> None:
         400, "Retry is only supported for LLM_JUDGMENT type")
     api.srw("PUT", f"/judgments/{judgment_id}", {"judgmentRatings": [
         {"query": "q", "ratings": [{"docId": "d", "rating": 0.5}]}]}).error(
-        400, "Rating update is only supported for LLM_JUDGMENT type")
+        400, "Rating update is only supported for LLM_JUDGMENT type", PLUGIN_ERROR)
     missing = str(uuid.uuid4())
     api.srw("POST", f"/judgments/{missing}/_retry").error(404, f"Judgment not found: {missing}")
     api.srw("PUT", f"/judgments/{missing}", {"judgmentRatings": [
         {"query": "q", "ratings": [{"docId": "d", "rating": 0.5}]}]}).error(
-        404, f"Judgment not found: {missing}")
+        404, f"Judgment not found: {missing}", PLUGIN_ERROR)
+
+
+# -- PUT /judgments/{id}: editing the ratings of an LLM judgment, as the plugin (3.9) does ---------
+
+PLUGIN_ERROR = "search_relevance_exception"
+
+
+def stored_llm_judgment(direct: OpenSearch, **fields: Any) -> str:
+    """An LLM judgment as its job leaves it, written directly (no model needed): query ``q``
+    with documents ``a``-``d`` rated and ``e`` failed, made in 2020."""
+    judgment_id = str(uuid.uuid4())
+    doc = {"id": judgment_id, "timestamp": "2020-01-01T00:00:00.000Z", "name": "edit me",
+           "status": "COMPLETED", "type": "LLM_JUDGMENT",
+           "metadata": {"llmJudgmentRatingType": "SCORE0_1", "totalQueries": 2,
+                        "successfulQueries": 1, "failedQueries": 1,
+                        "lastFailureReason": "not rated"},
+           "judgmentRatings": [
+               {"query": "q", "ratings": [{"docId": d, "rating": "0.0"} for d in "abcd"],
+                "failures": [{"docId": "e", "reason": "not rated"}]},
+               {"query": "r", "ratings": [{"docId": "a", "rating": "0.5"}]}]}
+    doc.update(fields)
+    doc = {k: v for k, v in doc.items() if v is not None}
+    direct.index(index=INDEX, id=judgment_id, body=doc, refresh=True)
+    return judgment_id
+
+
+def edit(api: Api, judgment_id: str, *entries: tuple[str, list[tuple[str, Any]]]) -> Any:
+    return api.srw("PUT", f"/judgments/{judgment_id}", {"judgmentRatings": [
+        {"query": query, "ratings": [{"docId": d, "rating": v} for d, v in ratings]}
+        for query, ratings in entries]})
+
+
+def source(api: Api, judgment_id: str) -> dict[str, Any]:
+    return dict(api.srw("GET", f"/judgments/{judgment_id}").json["hits"]["hits"][0]["_source"])
+
+
+def test_an_edit_stores_each_rating_as_sent_and_dates_the_judgment_anew(
+        api: Api, direct: OpenSearch) -> None:
+    """(a) a new timestamp: the edited judgment is listed before one made after it; (b) each
+    rating as the plugin reads it from the body: ``1`` is ``"1"``, ``1.0`` is ``"1.0"``."""
+    edited = stored_llm_judgment(direct)
+    later = stored_llm_judgment(direct, timestamp=now_iso())
+    before = datetime.now(UTC)
+    reply = edit(api, edited, ("q", [("a", 1), ("b", 1.0), ("c", "1"), ("d", 0.5),
+                                     ("e", " 1 ")]))
+    assert (reply.status, reply.json) == (200, {"judgment_id": edited, "result": "updated"})
+    after = source(api, edited)
+    assert after["judgmentRatings"][0] == {"query": "q", "ratings": [
+        {"docId": "a", "rating": "1"}, {"docId": "b", "rating": "1.0"},
+        {"docId": "c", "rating": "1"}, {"docId": "d", "rating": "0.5"},
+        {"docId": "e", "rating": " 1 "}]}
+    stamped = datetime.strptime(after["timestamp"], "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=UTC)
+    assert before.replace(microsecond=before.microsecond // 1000 * 1000) <= stamped \
+        <= datetime.now(UTC)
+    assert (after["status"], after["metadata"]["failedQueries"]) == ("COMPLETED", 0)
+    listed = [h["_id"] for h in api.srw("GET", "/judgments").json["hits"]["hits"]]
+    assert listed.index(edited) < listed.index(later)
+
+
+def test_every_rating_is_checked_against_the_scale_before_any_lookup(
+        api: Api, direct: OpenSearch) -> None:
+    """(c) a rating off the scale is the 400 even when an earlier edit names a query or a
+    document the judgment lacks; (d) the message names the judgment's scale."""
+    judgment_id = stored_llm_judgment(direct)
+    edit(api, judgment_id, ("nope", [("a", 0.5)]), ("q", [("a", 2)])).error(
+        400, "rating '2' for docId a must be a number between 0 and 1 for a SCORE0_1 judgment",
+        PLUGIN_ERROR)
+    edit(api, judgment_id, ("q", [("zz", 0.5), ("a", "x")])).error(
+        400, "rating 'x' for docId a must be a number for a SCORE0_1 judgment", PLUGIN_ERROR)
+    edit(api, judgment_id, ("nope", [("a", "NaN")])).error(
+        400, "rating 'NaN' for docId a must be a number between 0 and 1 for a SCORE0_1 "
+             "judgment", PLUGIN_ERROR)
+    binary = stored_llm_judgment(direct, metadata={"llmJudgmentRatingType":
+                                                   "RELEVANT_IRRELEVANT"})
+    edit(api, binary, ("nope", [("a", 0.5)])).error(
+        400, "rating '0.5' for docId a must be 0 or 1 for a RELEVANT_IRRELEVANT judgment",
+        PLUGIN_ERROR)
+    edit(api, binary, ("q", [("a", True)])).error(
+        400, "rating 'true' for docId a must be a number for a RELEVANT_IRRELEVANT judgment",
+        PLUGIN_ERROR)
+    # only then the lookups
+    edit(api, binary, ("nope", [("a", "1d")])).error(
+        404, "Query not found in judgment: nope", PLUGIN_ERROR)
+    edit(api, binary, ("q", [("zz", 0)])).error(
+        400, "Document zz is not part of query [q] in this judgment", PLUGIN_ERROR)
+    assert source(api, binary)["timestamp"] == "2020-01-01T00:00:00.000Z"  # nothing written
+
+
+def test_an_unrecognized_rating_type_is_refused(api: Api, direct: OpenSearch) -> None:
+    """(e) a stored rating type that names no scale is the plugin's 400, with its cause; a
+    judgment that records none is SCORE0_1."""
+    judgment_id = stored_llm_judgment(direct, metadata={"llmJudgmentRatingType": "GRADED"})
+    reply = edit(api, judgment_id, ("q", [("a", 0.5)]))
+    reason = "Judgment records an unrecognized rating type [GRADED]; cannot edit ratings"
+    assert reply.status == 400
+    assert reply.json == {"error": {
+        "root_cause": [{"type": PLUGIN_ERROR, "reason": reason}],
+        "type": PLUGIN_ERROR, "reason": reason,
+        "caused_by": {"type": "illegal_argument_exception", "reason": "No enum constant "
+                      "org.opensearch.searchrelevance.model.LLMJudgmentRatingType.GRADED"}},
+        "status": 400}
+    unrecorded = stored_llm_judgment(direct, metadata={"totalQueries": 2})
+    edit(api, unrecorded, ("q", [("a", 2)])).error(
+        400, "rating '2' for docId a must be a number between 0 and 1 for a SCORE0_1 judgment",
+        PLUGIN_ERROR)
+    assert edit(api, unrecorded, ("q", [("a", "0.25")])).status == 200
+
+
+def test_a_judgment_without_ratings(api: Api, direct: OpenSearch) -> None:
+    """(f) no ``judgmentRatings`` at all is the plugin's 400 (after the scale check); an empty
+    list is a judgment without that query (404), as in the plugin."""
+    none = stored_llm_judgment(direct, judgmentRatings=None)
+    edit(api, none, ("q", [("a", 0.5)])).error(
+        400, "Judgment has no ratings to update", PLUGIN_ERROR)
+    edit(api, none, ("q", [("a", 5)])).error(
+        400, "rating '5' for docId a must be a number between 0 and 1 for a SCORE0_1 judgment",
+        PLUGIN_ERROR)
+    empty = stored_llm_judgment(direct, judgmentRatings=[])
+    edit(api, empty, ("q", [("a", 0.5)])).error(
+        404, "Query not found in judgment: q", PLUGIN_ERROR)
+
+
+@pytest.mark.parametrize(("ratings", "reason"), [
+    (None, "judgmentRatings is required"),
+    ([{"query": "q"}], "each entry must have a ratings list"),
+    ([{"query": "q", "ratings": [7]}], "expected a list of {query, ratings:[{docId, rating}]} "
+                                       "objects"),
+    ([{"query": "q", "ratings": []}], "at least one rating is required"),
+    ([{"query": " ", "ratings": [{"docId": "a", "rating": 1}]}],
+     "each rating must have a query, docId and rating"),
+])
+def test_a_body_of_the_wrong_shape_is_the_plugins_text_400(
+        api: Api, direct: OpenSearch, ratings: Any, reason: str) -> None:
+    """The plugin's REST handler answers these as a bare text/plain 400, before the judgment
+    is read."""
+    judgment_id = stored_llm_judgment(direct)
+    reply = api.srw("PUT", f"/judgments/{judgment_id}",
+                    {} if ratings is None else {"judgmentRatings": ratings})
+    assert (reply.status, reply.data.decode()) == (400, reason)
+    assert reply.headers["Content-Type"] == "text/plain; charset=UTF-8"
+
+
+def test_a_concurrent_write_is_the_clusters_version_conflict(
+        env: dict[str, str], direct: OpenSearch, monkeypatch: pytest.MonkeyPatch) -> None:
+    """(g) the judgment changes between the edit's read and its write (a retry starts, another
+    edit lands): the answer is OpenSearch's own 409, as the plugin passes it on, with the
+    index by its SRW name; the other write stays. The app runs in this process, on the real
+    cluster, so the other write can be made exactly between the two."""
+    from workbench.app import create_app
+    from workbench.config import Config
+    from workbench.store.repository import Repository
+
+    judgment_id = stored_llm_judgment(direct)
+    read = Repository.get_hit
+    seen: dict[str, Any] = {}
+
+    def read_then_changed(self: Repository, doc_id: str) -> Any:
+        hit = read(self, doc_id)
+        if doc_id == judgment_id and not seen:
+            seen["read"] = hit
+            seen["changed"] = direct.update(index=INDEX, id=judgment_id, refresh=True,
+                                            body={"doc": {"status": "RETRYING"}})
+        return hit
+
+    monkeypatch.setattr(Repository, "get_hit", read_then_changed)
+    client = create_app(Config.from_env(env)).test_client()
+    reply = client.put(f"/_plugins/_search_relevance/judgments/{judgment_id}", json={
+        "judgmentRatings": [{"query": "q", "ratings": [{"docId": "a", "rating": 1}]}]})
+    assert reply.status_code == 409, reply.data
+    read_at, now_at = seen["read"], seen["changed"]
+    reason = (f"[{judgment_id}]: version conflict, required seqNo [{read_at['_seq_no']}], "
+              f"primary term [{read_at['_primary_term']}]. current document has seqNo "
+              f"[{now_at['_seq_no']}] and primary term [{now_at['_primary_term']}]")
+    body = reply.get_json()
+    assert body["status"] == 409
+    for error in (body["error"], body["error"]["root_cause"][0]):
+        assert (error["type"], error["reason"], error["index"]) == (
+            "version_conflict_engine_exception", reason, INDEX)
+    stored = direct.get(index=INDEX, id=judgment_id)["_source"]
+    assert stored["status"] == "RETRYING"
+    assert stored["judgmentRatings"][0]["ratings"][0] == {"docId": "a", "rating": "0.0"}
 
 
 # -- UBI: COEC and PBM against an independent computation from the raw events ------------------

@@ -326,7 +326,8 @@ def test_partial_answers_become_failures_then_retry_and_edit(
     assert after["judgmentRatings"][0]["ratings"][0] == {"docId": doc_id, "rating": "0.7"}
     for rating, reason in ((1.5, f"rating '1.5' for docId {doc_id} must be a number between 0 "
                                  "and 1 for a SCORE0_1 judgment"),
-                           ("high", f"rating 'high' for docId {doc_id} must be a number")):
+                           ("high", f"rating 'high' for docId {doc_id} must be a number "
+                                    "for a SCORE0_1 judgment")):
         api.srw("PUT", f"/judgments/{judgment_id}", {"judgmentRatings": [
             {"query": query, "ratings": [{"docId": doc_id, "rating": rating}]}]}).error(
             400, reason)
@@ -424,7 +425,8 @@ def test_edit_moves_a_failed_document_into_the_ratings(api: Api, worker: Worker,
         {"query": "red shoes", "ratings": [{"docId": "p1", "rating": 1}]}]})
     after = api.srw("GET", f"/judgments/{done['id']}").json["hits"]["hits"][0]["_source"]
     entry = next(e for e in after["judgmentRatings"] if e["query"] == "red shoes")
-    assert "failures" not in entry and {"docId": "p1", "rating": "1.0"} in entry["ratings"]
+    # stored as sent, as the plugin does: 1 is "1"
+    assert "failures" not in entry and {"docId": "p1", "rating": "1"} in entry["ratings"]
 
 
 @pytest.mark.parametrize("ignore", [False, True])

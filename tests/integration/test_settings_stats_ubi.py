@@ -265,8 +265,9 @@ def test_ubi_initialize_creates_the_indices_on_a_cluster_without_ubi(
     direct.indices.delete(index="ubi_queries,ubi_events", ignore=[404])
     try:
         reply = api.call("POST", "/_plugins/ubi/initialize")
-        assert reply.status == 200
-        assert reply.json == {"message": "UBI indexes created."}
+        # the UBI plugin's answer exactly: JSON text, sent as text/plain
+        assert (reply.status, reply.data) == (200, b'{"message": "UBI indexes created."}')
+        assert reply.headers["Content-Type"] == "text/plain; charset=UTF-8"
         queries = direct.indices.get_mapping(index="ubi_queries")["ubi_queries"]["mappings"]
         events = direct.indices.get_mapping(index="ubi_events")["ubi_events"]["mappings"]
         assert queries["properties"]["user_query"]["type"] == "keyword"
@@ -275,7 +276,8 @@ def test_ubi_initialize_creates_the_indices_on_a_cluster_without_ubi(
         position = events["properties"]["event_attributes"]["properties"]["position"]
         assert position["properties"]["ordinal"]["type"] == "integer"
         again = api.call("POST", "/_plugins/ubi/initialize")
-        assert again.status == 200  # idempotent
+        assert (again.status, again.data) == (reply.status, reply.data)  # idempotent
+        assert again.headers["Content-Type"] == "text/plain; charset=UTF-8"
     finally:
         load_ubi(env)
     assert direct.count(index="ubi_queries")["count"] == 473

@@ -72,3 +72,27 @@ def team_draft(a: Sequence[str], b: Sequence[str], length: int, seed: int) -> li
         shown.add(doc)
         picks.append(Pick(doc, team))
     return picks
+
+
+def interleaved(a: Sequence[str], b: Sequence[str], depth: int, seed: int
+                ) -> list[tuple[str, str]]:
+    """(id, team) of the first ``depth`` hits of the list one search shows.
+
+    The list holds as many hits as the longer of ``a`` and ``b``, as the plugin's does (its
+    draft stops at ``max(|A|, |B|)``): two lists of 3 with nothing in common show 3, not 6.
+    First the team draft, which ends once either side has no new document (so the teams stay
+    balanced); then the rest of the other side's hits, in its order, marked with its team in
+    lower case (``a``, ``b``): shown, but not credited.
+    """
+    length = min(depth, max(len(a), len(b)))
+    picks = [(p.doc_id, p.team) for p in team_draft(a, b, length, seed)]
+    if len(picks) < length:
+        seen = {doc_id for doc_id, _ in picks}
+        for team, ids in ((A, a), (B, b)):
+            for doc_id in ids:
+                if len(picks) >= length:
+                    break
+                if doc_id not in seen:
+                    seen.add(doc_id)
+                    picks.append((doc_id, team.lower()))
+    return picks

@@ -3,7 +3,9 @@
 Both configurations' searches go to the cluster in one ``_msearch``, as the caller (a caller who
 may not read the index gets the cluster's own 403). Their hits are merged by team-draft
 interleaving seeded by (test, version, query, client id), so the same user sees the same list
-again and the stored impression can be replayed. The user's text is substituted JSON-escaped
+again and the stored impression can be replayed; the list is as long as the longer of the two
+result lists, as the plugin's, and a search that shows nothing records no impression
+(``query_id`` null). The user's text is substituted JSON-escaped
 (``render(..., escape=True)``), so a query holding ``"`` or ``\\`` is searched as typed. The
 checks come in the plugin's order, with its messages. A disabled test searches configuration A
 only, tags its hits with A's id as the plugin does, and records nothing: its traffic is not test
@@ -20,7 +22,7 @@ from typing import Any
 from opensearchpy import OpenSearch
 
 from workbench.abtests.definitions import Definition, ab_test_not_found
-from workbench.abtests.interleaving import A, B, seed_for, team_draft
+from workbench.abtests.interleaving import A, B, interleaved, seed_for
 from workbench.errors import BadRequest, NotFound, WorkbenchError
 from workbench.store.search import msearch_body
 from workbench.store.search_render import RenderedSearch, render
@@ -87,31 +89,16 @@ def search(client: OpenSearch, definition: Definition | None, params: dict[str, 
         return Served(_response(test.test_id, test.version, None, hits), searches[0].index,
                       text, chosen_client, [])
     by_team = {A: {h["_id"]: h for h in answers[0]}, B: {h["_id"]: h for h in answers[1]}}
-    shown = _interleaved([h["_id"] for h in answers[0]], [h["_id"] for h in answers[1]],
-                         depth, seed_for(test.test_id, test.version, text, chosen_client))
+    shown = interleaved([h["_id"] for h in answers[0]], [h["_id"] for h in answers[1]],
+                        depth, seed_for(test.test_id, test.version, text, chosen_client))
     shown = shown[start:]
     uuids = {A: test.uuid_a, B: test.uuid_b}
     hits = [_tagged(by_team[team.upper()][doc_id], uuids[team.upper()])
             for doc_id, team in shown]
-    query_id = str(uuid.uuid4())
+    # A search that shows nothing (``size`` 0, no hits, a page past the end) is no impression.
+    query_id = str(uuid.uuid4()) if shown else None
     return Served(_response(test.test_id, test.version, query_id, hits), searches[0].index,
                   text, chosen_client, shown)
-
-
-def _interleaved(a: list[str], b: list[str], depth: int, seed: int) -> list[tuple[str, str]]:
-    """(id, team) of the first ``depth`` hits: the team draft, which ends once either side
-    has no new document (so the teams stay balanced), then the rest of the other side's hits
-    to fill the page, marked with its team in lower case: shown, but not credited."""
-    picks = [(p.doc_id, p.team) for p in team_draft(a, b, depth, seed)]
-    seen = {doc_id for doc_id, _ in picks}
-    for team, ids in ((A, a), (B, b)):
-        for doc_id in ids:
-            if len(picks) >= depth:
-                break
-            if doc_id not in seen:
-                seen.add(doc_id)
-                picks.append((doc_id, team.lower()))
-    return picks
 
 
 def _response(test_id: str, version: int, query_id: str | None,

@@ -21,7 +21,6 @@ from workbench.errors import Conflict, NotFound
 from workbench.experiments.create import new_experiment
 from workbench.experiments.runner import EVENTS
 from workbench.experiments.signature import validate
-from workbench.experiments.summary_read import no_judgments_matched
 from workbench.schemas.body import load
 from workbench.schemas.experiments import ExperimentPatchSchema
 from workbench.store.indices import (
@@ -113,10 +112,4 @@ def validate_experiment(entity_id: str) -> Response:
     experiment = repository(EXPERIMENT_INDEX).get_source(entity_id)
     if experiment is None:
         raise NotFound(f"Experiment not found: {entity_id}")
-    answer = validate(services().client, experiment)
-    problem = no_judgments_matched(services().client, experiment)
-    if problem is not None:  # the inputs may be unchanged, but they cannot give a result
-        answer = {**answer, "errors": [problem]}
-        if answer["status"] == "VALID":
-            answer.update(status="INVALID", message=problem["message"])
-    return json_response(answer)
+    return json_response(validate(services().client, experiment))

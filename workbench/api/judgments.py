@@ -24,7 +24,7 @@ from workbench.api.entities import (
     search_entities,
 )
 from workbench.api.judgment_estimate import price_of
-from workbench.errors import BadRequest, Conflict, NotFound
+from workbench.errors import BadRequest, Conflict, NotFound, SearchRelevanceError
 from workbench.jobs.control import forget_cancel
 from workbench.jobs.queue import QueueUnavailable, enqueue
 from workbench.judgments import agreement, summary
@@ -35,7 +35,9 @@ from workbench.schemas.judgment_ratings import (
     CompareRules,
     CompareSchema,
     RatingEditsSchema,
-    edited_rating,
+    apply_edits,
+    check_scale,
+    rating_type_of,
 )
 from workbench.schemas.judgments import judgment_schema
 from workbench.store.indices import JUDGMENT_INDEX
@@ -151,46 +153,51 @@ def retry_judgment(entity_id: str) -> Response:
 
 @bp.put("/<entity_id>")
 def edit_ratings(entity_id: str) -> Response:
+    """Edit ratings of an LLM judgment, as the plugin does (its 3.9): every refusal is its
+    ``search_relevance_exception`` with its status, checked in its order; each rating is
+    stored as the text sent (``1`` as ``"1"``); the judgment gets a new timestamp (Dashboards
+    lists it first again); a write that meets a concurrent one answers the cluster's 409."""
     body = json_body()
     assert body is not None
     edits = load(RatingEditsSchema(), body)["judgmentRatings"]
     repo = repository(JUDGMENT_INDEX)
     hit = repo.get_hit(entity_id)
     if hit is None:
-        raise NotFound(f"Judgment not found: {entity_id}")
+        raise SearchRelevanceError(f"Judgment not found: {entity_id}", 404)
     doc = hit["_source"]
     if doc.get("type") != "LLM_JUDGMENT":
-        raise BadRequest("Rating update is only supported for LLM_JUDGMENT type")
-    if doc.get("status") in ("PROCESSING", "RETRYING"):
-        raise Conflict(f"Judgment is currently {doc['status']}; cannot edit ratings until it "
-                       "completes")
+        raise SearchRelevanceError("Rating update is only supported for LLM_JUDGMENT type", 400)
+    if doc.get("status") in RUNNING:
+        raise SearchRelevanceError(f"Judgment is currently {doc['status']}; cannot edit "
+                                   "ratings until it completes", 409)
     metadata = doc.get("metadata") or {}
-    rating_type = metadata.get("llmJudgmentRatingType") or "SCORE0_1"
-    entries = doc.get("judgmentRatings") or []
-    for query, doc_id, value in edits:
-        rating = edited_rating(value, doc_id, rating_type)
-        entry = next((e for e in entries if e.get("query") == query), None)
-        if entry is None:
-            raise NotFound(f"Query not found in judgment: {query}")
-        ratings = entry.setdefault("ratings", [])
-        failures = entry.get("failures") or []
-        existing = next((r for r in ratings if r.get("docId") == doc_id), None)
-        if existing is not None:
-            existing["rating"] = rating
-        elif any(f.get("docId") == doc_id for f in failures):
-            ratings.append({"docId": doc_id, "rating": rating})
-            entry["failures"] = [f for f in failures if f.get("docId") != doc_id]
-            if not entry["failures"]:
-                del entry["failures"]
-        else:
-            raise BadRequest(f"Document {doc_id} is not part of query [{query}] in this judgment")
-    updated = {**doc, "status": "COMPLETED", "judgmentRatings": entries,
-               "metadata": summary.recompute(metadata, entries)}
+    check_scale(edits, rating_type_of(metadata))
+    entries = doc.get("judgmentRatings")
+    if entries is None:  # (an empty list is a judgment whose queries are all missing: 404)
+        raise SearchRelevanceError("Judgment has no ratings to update", 400)
+    apply_edits(entries, edits)
+    updated = {**doc, "timestamp": now_iso(), "status": "COMPLETED",
+               "judgmentRatings": entries, "metadata": summary.recompute(metadata, entries)}
     try:
         repo.put(updated, seq_no=hit["_seq_no"], primary_term=hit["_primary_term"])
-    except ConflictError:
-        raise Conflict("Judgment was changed concurrently; reload it and edit again") from None
+    except ConflictError as exc:
+        if not repo.holds(entity_id, updated):  # not this write's own first attempt
+            raise _as_named(exc) from None
     return json_response({"judgment_id": entity_id, "result": "updated"})
+
+
+def _as_named(exc: ConflictError) -> ConflictError:
+    """The cluster's version conflict as the plugin's answer shows it: the index by the name
+    SRW answers use (after the migration a judgment is written through an alias, and the
+    cluster names the concrete index behind it)."""
+    info = exc.info
+    if isinstance(info, dict) and isinstance(info.get("error"), dict):
+        error = info["error"]
+        for cause in [error, *(error.get("root_cause") or [])]:
+            if isinstance(cause, dict) and str(cause.get("index", "")).startswith(
+                    f"{JUDGMENT_INDEX}-"):
+                cause["index"] = JUDGMENT_INDEX
+    return exc
 
 
 def _default_threshold(ratings: list[dict[str, Any]]) -> float:

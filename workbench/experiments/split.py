@@ -161,7 +161,7 @@ def _drop(writer: Writer) -> None:
         writer.flush()
 
 
-def inputs_of(ctx: RunContext) -> dict[str, str | None]:
+def inputs_of(ctx: RunContext) -> dict[str, str]:
     """Fingerprints of the query set, judgments and configurations a run works from."""
     return signature(ctx.query_set, ctx.judgments, [config for _, config in ctx.configs])
 

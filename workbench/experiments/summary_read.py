@@ -14,12 +14,10 @@ from opensearchpy import OpenSearch
 
 from workbench.experiments.summary_build import Run
 from workbench.metrics import validate_ratings
-from workbench.querysets.entries import read_entries
 from workbench.store.indices import (
     EVALUATION_INDEX,
     HISTORY_INDEX,
     JUDGMENT_INDEX,
-    QUERY_SET_INDEX,
     SEARCH_CONFIG_INDEX,
     VARIANT_INDEX,
 )
@@ -163,21 +161,3 @@ def scheduled_runs(client: OpenSearch, experiment_id: str) -> list[Run]:
                         run_id=run_id, timestamp=source.get("timestamp")))
     return runs
 
-
-def no_judgments_matched(client: OpenSearch, experiment: dict[str, Any]) -> dict[str, Any] | None:
-    """The ``no_judgments_matched`` error of an experiment whose judgment lists rate none of its
-    queries (every metric would be 0), else None. Pairwise experiments use no judgments."""
-    if experiment.get("type") not in ("POINTWISE_EVALUATION", "HYBRID_OPTIMIZER"):
-        return None
-    query_set = Repository(client, QUERY_SET_INDEX).get_source(
-        str(experiment.get("querySetId") or ""))
-    if query_set is None:
-        return None  # drift reports a missing query set
-    texts = [entry.query_text for entry in read_entries(query_set)]
-    judged = judged_documents(client, [str(j) for j in experiment.get("judgmentList") or []])
-    if not texts or any(judged.get(text) for text in texts):
-        return None
-    return {"level": "error", "code": "no_judgments_matched",
-            "message": f"no judgment of [{', '.join(experiment.get('judgmentList') or [])}] "
-                       f"matched any query of the query set [{experiment.get('querySetId')}]: "
-                       "every metric is 0"}

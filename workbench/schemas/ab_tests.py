@@ -15,6 +15,8 @@ from marshmallow import ValidationError
 
 from workbench.errors import TextError
 from workbench.schemas.body import Step, StepSchema
+from workbench.schemas.java_hash_map import hash_map_order
+from workbench.schemas.javafmt import hash_map_string
 from workbench.schemas.numbers import MAX_RESULT_WINDOW, bounded_int
 
 CONFIG_A, CONFIG_B, ENABLED = "search_configuration_a", "search_configuration_b", "enabled"
@@ -90,30 +92,34 @@ class UpdateABTestSchema(_ABTestFields):
 
 
 class _QueryParams(Step):
-    """A non-empty object; every value is read as a string (the plugin stringifies them)."""
+    """A non-empty object; every value is read as the plugin reads it, as Java's
+    ``String.valueOf`` writes the value parsed (``hash_map_string``: ``[a, b]``, ``{k=1}``,
+    ``true``, ``null``, ``1.0``)."""
 
     def check(self, value: Any) -> dict[str, str]:
         if not isinstance(value, dict) or not value:
             raise _text_400("query_params map is required")
-        params = {str(k): _stringify(v) for k, v in value.items()}
+        params = {str(k): v if isinstance(v, str) else hash_map_string(v)
+                  for k, v in value.items()}
         for text in params.values():
-            if len(text) > MAX_PARAM_CHARS:
-                raise _text_400(
-                    f"query_params value exceeds maximum length of {MAX_PARAM_CHARS} characters")
-            if any(ord(c) < 0x20 and c not in "\t\n\r" for c in text):
-                raise _text_400("query_params value contains invalid control characters")
+            if _value_error(text) is not None:
+                # the plugin names the first failing value in its map's (a HashMap's) order
+                for name in hash_map_order(params):
+                    error = _value_error(params[name])
+                    if error is not None:
+                        raise _text_400(error)
         return params
 
 
-def _stringify(value: Any) -> str:
-    """A value as Java's ``String.valueOf`` writes it (``true``, ``null``, ``1.5``)."""
-    if isinstance(value, str):
-        return value
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return str(value)
+def _value_error(text: str) -> str | None:
+    """The plugin's message for a value it refuses. Java counts UTF-16 units (an emoji is 2);
+    a text of at most half the limit cannot exceed it, so only a longer one is encoded."""
+    if len(text) > MAX_PARAM_CHARS // 2 and (
+            len(text) > MAX_PARAM_CHARS or len(text.encode("utf-16-le")) // 2 > MAX_PARAM_CHARS):
+        return f"query_params value exceeds maximum length of {MAX_PARAM_CHARS} characters"
+    if any(ord(c) < 0x20 and c not in "\t\n\r" for c in text):
+        return "query_params value contains invalid control characters"
+    return None
 
 
 class _ClientId(Step):

@@ -16,9 +16,9 @@ from typing import Any
 
 from marshmallow import ValidationError
 
-from workbench.errors import BadRequest
+from workbench.errors import SearchRelevanceError, TextError
 from workbench.schemas.body import BodyField, BodySchema, Step, StepSchema
-from workbench.schemas.javafmt import double_to_string, java_string
+from workbench.schemas.javafmt import java_string
 
 SizeError = Callable[[list[dict[str, Any]]], str | None]
 RELEVANT_IRRELEVANT = "RELEVANT_IRRELEVANT"
@@ -109,30 +109,61 @@ class ImportedRatingsSchema(BodySchema):
 # -- PUT /judgments/{id} --------------------------------------------------------------------------
 
 _EDIT_SHAPE = "expected a list of {query, ratings:[{docId, rating}]} objects"
+SCALES = ("SCORE0_1", RELEVANT_IRRELEVANT)
+# What Java's String.trim() removes: every character up to the space.
+_JAVA_BLANK = "".join(chr(c) for c in range(33))
+# What Java's Double.parseDouble reads once trimmed: a decimal (with a float/double suffix), a
+# hexadecimal float, NaN or Infinity, each with an optional sign; ASCII digits only.
+_DOUBLE = re.compile(r"^[+-]?(?:(?:\d++(?:\.\d*+)?|\.\d++)(?:[eE][+-]?\d++)?[fFdD]?"
+                     r"|NaN|Infinity)$", re.ASCII)
+_HEX_DOUBLE = re.compile(r"^[+-]?0[xX](?:[0-9a-fA-F]++\.?[0-9a-fA-F]*+|\.[0-9a-fA-F]++)"
+                         r"[pP][+-]?\d++[fFdD]?$", re.ASCII)
+
+
+def _text(value: Any) -> str | None:
+    """A body value as the plugin reads it: ``String.valueOf`` of the parsed JSON, or null."""
+    return None if value is None else java_string(value)
+
+
+def _blank(value: str | None) -> bool:
+    return value is None or not value.strip(_JAVA_BLANK)
 
 
 class _Edits(BodyField):
-    """(query, docId, rating) triples, at least one."""
+    """(query, docId, rating) triples, at least one, each value the text the plugin reads
+    (a number as Java prints it: ``1`` is ``"1"``, ``1.0`` is ``"1.0"``). The plugin checks
+    the body in its REST handler and answers a failure as a bare ``text/plain`` 400 with its
+    message, in its order: the list is read entry by entry (a value of the wrong kind stops it
+    there), then emptiness, then blank or missing values."""
 
-    def check(self, value: Any) -> list[tuple[str, str, Any]]:
+    def check(self, value: Any) -> list[tuple[str, str, str]]:
         if value is None:
-            raise ValidationError("judgmentRatings is required")
+            raise TextError(400, "judgmentRatings is required")
         if not isinstance(value, list):
-            raise ValidationError(_EDIT_SHAPE)
-        edits = []
+            raise TextError(400, _EDIT_SHAPE)
+        edits: list[tuple[str | None, str | None, str | None]] = []
         for entry in value:
             if not isinstance(entry, dict):
-                raise ValidationError(_EDIT_SHAPE)
-            if not isinstance(entry.get("ratings"), list):
-                raise ValidationError("each entry must have a ratings list")
-            for rating in entry["ratings"]:
-                if (not isinstance(rating, dict) or not entry.get("query")
-                        or not rating.get("docId") or rating.get("rating") is None):
-                    raise ValidationError("each rating must have a query, docId and rating")
-                edits.append((str(entry["query"]), str(rating["docId"]), rating["rating"]))
+                raise TextError(400, _EDIT_SHAPE)
+            ratings = entry.get("ratings")
+            if ratings is None:
+                raise TextError(400, "each entry must have a ratings list")
+            if not isinstance(ratings, list):
+                raise TextError(400, _EDIT_SHAPE)
+            for rating in ratings:
+                if not isinstance(rating, dict):
+                    raise TextError(400, _EDIT_SHAPE)
+                edits.append((_text(entry.get("query")), _text(rating.get("docId")),
+                              _text(rating.get("rating"))))
         if not edits:
-            raise ValidationError("at least one rating is required")
-        return edits
+            raise TextError(400, "at least one rating is required")
+        complete = []
+        for query, doc_id, rating_value in edits:
+            if query is None or doc_id is None or rating_value is None or any(
+                    _blank(v) for v in (query, doc_id, rating_value)):
+                raise TextError(400, "each rating must have a query, docId and rating")
+            complete.append((query, doc_id, rating_value))
+        return complete
 
 
 class RatingEditsSchema(BodySchema):
@@ -141,23 +172,74 @@ class RatingEditsSchema(BodySchema):
     judgmentRatings = _Edits()
 
 
-def edited_rating(value: Any, doc_id: str, rating_type: str) -> str:
-    """One edited rating as stored, on the judgment's scale (``rating_type``): a 400 when it is
-    not a number on that scale. Checked edit by edit, as each is applied."""
-    try:
-        if isinstance(value, bool):
-            raise ValueError
-        number = float(value)
-    except (TypeError, ValueError):
-        raise BadRequest(f"rating '{value}' for docId {doc_id} must be a number") from None
-    if rating_type == RELEVANT_IRRELEVANT:
-        if number not in (0.0, 1.0):
-            raise BadRequest(f"rating '{value}' for docId {doc_id} must be 0 or 1 for a "
-                             "RELEVANT_IRRELEVANT judgment")
-    elif not 0.0 <= number <= 1.0:
-        raise BadRequest(f"rating '{value}' for docId {doc_id} must be a number between 0 "
-                         "and 1 for a SCORE0_1 judgment")
-    return double_to_string(number)
+def java_double(text: str) -> float | None:
+    """Java's ``Double.parseDouble(text)``, or None where it throws."""
+    trimmed = text.strip(_JAVA_BLANK)
+    if _DOUBLE.match(trimmed):
+        return float(trimmed.rstrip("fFdD"))
+    if _HEX_DOUBLE.match(trimmed):
+        return float.fromhex(trimmed.rstrip("fFdD"))
+    return None
+
+
+def rating_type_of(metadata: dict[str, Any]) -> str:
+    """The scale an LLM judgment records (``llmJudgmentRatingType``): none, or a value that is
+    not a string, is the default ``SCORE0_1`` (judgments made before the field); a string must
+    name a scale, else 400 with the plugin's message and its cause."""
+    value = metadata.get("llmJudgmentRatingType")
+    if not isinstance(value, str):
+        return "SCORE0_1"
+    if value not in SCALES:
+        raise SearchRelevanceError(
+            f"Judgment records an unrecognized rating type [{value}]; cannot edit ratings", 400,
+            cause={"type": "illegal_argument_exception", "reason": "No enum constant "
+                   f"org.opensearch.searchrelevance.model.LLMJudgmentRatingType.{value}"})
+    return value
+
+
+def check_scale(edits: list[tuple[str, str, str]], rating_type: str) -> None:
+    """Every edited rating on the judgment's scale, checked before any query or document is
+    looked up: a 400 naming the first that is not a number, or not on the scale."""
+    for _query, doc_id, text in edits:
+        number = java_double(text)
+        if number is None:
+            requirement = "must be a number"
+        elif rating_type == RELEVANT_IRRELEVANT:
+            requirement = "" if number in (0.0, 1.0) else "must be 0 or 1"
+        else:
+            requirement = "" if math.isfinite(number) and 0.0 <= number <= 1.0 \
+                else "must be a number between 0 and 1"
+        if requirement:
+            raise SearchRelevanceError(f"rating '{text}' for docId {doc_id} {requirement} for a "
+                                       f"{rating_type} judgment", 400)
+
+
+def apply_edits(entries: list[dict[str, Any]], edits: list[tuple[str, str, str]]) -> None:
+    """Set each edited rating in ``entries`` (the first entry of its query, the first rating
+    of its document): a rated document gets the new value, a failed one is rated and leaves
+    ``failures`` (the key goes when none is left). A query the judgment lacks is a 404, a
+    document neither rated nor failed under it a 400; nothing is written then."""
+    for query, doc_id, rating in edits:
+        entry = next((e for e in entries if isinstance(e, dict) and e.get("query") is not None
+                      and java_string(e["query"]) == query), None)
+        if entry is None:
+            raise SearchRelevanceError(f"Query not found in judgment: {query}", 404)
+        ratings = entry.setdefault("ratings", [])
+        failures = entry.get("failures") or []
+        existing = next((r for r in ratings if r.get("docId") is not None
+                         and java_string(r["docId"]) == doc_id), None)
+        if existing is not None:
+            existing["rating"] = rating
+        elif any(f.get("docId") is not None and java_string(f["docId"]) == doc_id
+                 for f in failures):
+            ratings.append({"docId": doc_id, "rating": rating})
+            entry["failures"] = [f for f in failures if f.get("docId") is None
+                                 or java_string(f["docId"]) != doc_id]
+            if not entry["failures"]:
+                del entry["failures"]
+        else:
+            raise SearchRelevanceError(
+                f"Document {doc_id} is not part of query [{query}] in this judgment", 400)
 
 
 # -- POST /judgments/_compare ---------------------------------------------------------------------

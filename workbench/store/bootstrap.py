@@ -3,8 +3,9 @@ indices created by earlier versions up to date.
 
 Safe when several processes start at once: index creation is atomic in the cluster, and an
 ``resource_already_exists_exception`` from a racing process counts as success. Upgrades:
-dynamic settings are raised in place (``raise_settings``); a field that became searchable
-needs a copy of the index (``store.migrate``).
+fields a mapping file gained are added to the existing index (``add_fields``), dynamic settings
+are raised in place (``raise_settings``); a field that became searchable needs a copy of the
+index (``store.migrate``).
 """
 
 from __future__ import annotations
@@ -66,6 +67,7 @@ def ensure_index(client: OpenSearch, spec: IndexSpec, name: str | None = None) -
         if kind in ("resource_already_exists_exception", "index_already_exists_exception",
                     "invalid_index_name_exception") and _exists(client, index):
             migrate.upgrade(client, spec.body, index)
+            add_fields(client, spec, index)
             raise_settings(client, spec, index)
             return False
         raise RequestError(400, str(kind), answer)
@@ -81,6 +83,44 @@ def _exists(client: OpenSearch, index: str) -> bool:
 def ensure_indices(client: OpenSearch, folder: str | Path) -> list[str]:
     """Create every missing system index; returns the names created by this call."""
     return [spec.name for spec in load_specs(folder) if ensure_index(client, spec)]
+
+
+def missing_fields(current: dict[str, Any], wanted: dict[str, Any]) -> dict[str, Any]:
+    """The part of ``wanted``'s ``properties`` that ``current`` lacks, as a put-mapping body's
+    ``properties``: a missing field whole, and the missing fields inside an object or nested
+    field that is there (with its ``type``, which a put-mapping of a nested field needs)."""
+    missing: dict[str, Any] = {}
+    have = current.get("properties") or {}
+    for name, field in (wanted.get("properties") or {}).items():
+        if name not in have:
+            missing[name] = field
+        elif isinstance(field, dict) and isinstance(have[name], dict) and "properties" in field:
+            inner = missing_fields(have[name], field)
+            if inner:
+                missing[name] = {**({"type": field["type"]} if "type" in field else {}),
+                                 "properties": inner}
+    return missing
+
+
+def add_fields(client: OpenSearch, spec: IndexSpec, index: str) -> None:
+    """Map the fields the spec declares that an existing index lacks (a field added to a
+    mapping file, e.g. those the plugin's generated query sets will write), before anything
+    writes them: a dynamic mapping would make a string ``text``, which no later mapping can
+    change. A field already there is left as it is. Each field is its own put-mapping, so one
+    the index cannot take (logged, not raised) keeps none of the others out."""
+    try:
+        mappings = client.indices.get_mapping(index=index)
+    except TransportError as exc:
+        log.warning("could not read the mapping of %s: %s", index, exc)
+        return
+    for name, found in mappings.items():
+        missing = missing_fields(found.get("mappings") or {}, spec.body.get("mappings") or {})
+        for field, mapping in missing.items():
+            try:
+                client.indices.put_mapping(index=name, body={"properties": {field: mapping}})
+                log.info("index %s: mapped the new field %s", name, field)
+            except TransportError as exc:
+                log.warning("index %s: could not map the new field %s: %s", name, field, exc)
 
 
 def _flat(settings: dict[str, Any], prefix: str = "") -> dict[str, Any]:

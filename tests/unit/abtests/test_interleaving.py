@@ -6,7 +6,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from workbench.abtests.interleaving import A, B, Pick, seed_for, team_draft
+from workbench.abtests.interleaving import A, B, Pick, interleaved, seed_for, team_draft
 
 ids = st.lists(st.sampled_from([f"d{i}" for i in range(12)]), max_size=15)
 lengths = st.integers(min_value=0, max_value=30)
@@ -168,3 +168,86 @@ def test_seed_for_depends_on_every_input() -> None:
     # Joined unambiguously: moving text between fields changes the seed.
     assert seed_for("a", 1, "b c", "d") != seed_for("a", 1, "b", "c d")
     assert 0 <= base < 2**64
+
+
+# -- the list a search shows: the draft, the fillers, and the plugin's bound -----------------
+
+unique_ids = ids.map(lambda found: list(dict.fromkeys(found)))  # a search's hits: unique ids
+
+
+def test_three_and_three_with_nothing_in_common_show_three() -> None:
+    # The plugin's list never outgrows the longer result list: 3, not 6. Round 1 shows a1 and
+    # b1, one per team; round 2's coin gives the third place to a2 or b2. All three credited.
+    a, b = ["a1", "a2", "a3"], ["b1", "b2", "b3"]
+    thirds = set()
+    for seed in range(32):
+        shown = interleaved(a, b, 10, seed)
+        assert len(shown) == 3
+        assert {shown[0], shown[1]} == {("a1", A), ("b1", B)}
+        assert shown[2] in (("a2", A), ("b2", B))
+        thirds.add(shown[2])
+        assert shown == [(p.doc_id, p.team) for p in team_draft(a, b, 3, seed)]
+    assert thirds == {("a2", A), ("b2", B)}
+
+
+@PROPERTY
+@given(unique_ids, unique_ids, lengths, seeds)
+def test_as_long_as_the_longer_list_within_the_depth(
+    a: list[str], b: list[str], depth: int, seed: int
+) -> None:
+    shown = interleaved(a, b, depth, seed)
+    assert len(shown) == min(depth, max(len(a), len(b)))
+    docs = [doc_id for doc_id, _ in shown]
+    assert len(docs) == len(set(docs))
+
+
+@PROPERTY
+@given(ids, ids, lengths, seeds)
+def test_the_draft_then_the_other_side_s_rest_uncredited(
+    a: list[str], b: list[str], depth: int, seed: int
+) -> None:
+    shown = interleaved(a, b, depth, seed)
+    length = min(depth, max(len(a), len(b)))
+    draft = [(p.doc_id, p.team) for p in team_draft(a, b, length, seed)]
+    assert shown[:len(draft)] == draft
+    fillers = shown[len(draft):]
+    assert len({team for _, team in fillers}) <= 1
+    for doc_id, team in fillers:
+        assert team in ("a", "b")
+        assert doc_id in (a if team == "a" else b)
+    # in the side's own order
+    if fillers:
+        ranking = a if fillers[0][1] == "a" else b
+        positions = [ranking.index(doc_id) for doc_id, _ in fillers]
+        assert positions == sorted(positions)
+
+
+@PROPERTY
+@given(unique_ids, unique_ids, lengths, lengths, seeds)
+def test_a_deeper_search_continues_a_shallower_one(
+    a: list[str], b: list[str], shallow: int, extra: int, seed: int
+) -> None:
+    # Each side is searched for ``from + size`` hits: page 2 continues page 1.
+    deep = shallow + extra
+    assert interleaved(a[:deep], b[:deep], deep, seed)[:shallow] == interleaved(
+        a[:shallow], b[:shallow], shallow, seed)
+
+
+def test_a_short_side_ends_the_draft_and_the_longer_side_fills_to_its_length() -> None:
+    a = [f"d{i}" for i in range(10)]
+    for seed in range(10):
+        shown = interleaved(a, ["d3", "d7"], 10, seed)
+        assert len(shown) == 10
+        drafted = [team for _, team in shown if team in (A, B)]
+        assert drafted.count(B) == 2 and abs(drafted.count(A) - 2) <= 1
+        assert [team for _, team in shown[len(drafted):]] == ["a"] * (10 - len(drafted))
+
+
+def test_one_side_without_hits_shows_the_other_s_uncredited() -> None:
+    assert interleaved([], ["b1", "b2", "b3"], 10, 5) == [("b1", "b"), ("b2", "b"), ("b3", "b")]
+    assert interleaved(["a1"], [], 10, 5) == [("a1", "a")]
+
+
+def test_nothing_to_show() -> None:
+    assert interleaved([], [], 10, 1) == []
+    assert interleaved(["a1", "a2"], ["b1"], 0, 1) == []

@@ -92,6 +92,12 @@ def test_a_valid_body_loads_trimmed_with_blank_texts_absent() -> None:
     assert (pairwise["name"], pairwise["judgmentList"]) == (None, [])
 
 
+def test_a_query_set_with_no_queries_is_accepted() -> None:
+    """As by the plugin (a set sampled from an empty UBI index): the experiment completes with
+    no results (test_experiments.py, test_an_experiment_on_a_query_set_with_no_queries_...)."""
+    assert create(pointwise(querySetId="empty"))["querySetId"] == "empty"
+
+
 def test_a_judgment_still_being_generated_is_accepted() -> None:
     assert create(pointwise(judgmentList=["j2"]))["judgmentList"] == ["j2"]
 
@@ -110,8 +116,6 @@ def test_a_judgment_still_being_generated_is_accepted() -> None:
     ({"name": "n" * 51}, "Invalid name: Text exceeds maximum length of 50 characters"),
     ({"description": "d" * 251},
      "Invalid description: Text exceeds maximum length of 250 characters"),
-    # test_experiments.py::test_empty_query_set_is_refused
-    ({"querySetId": "empty"}, "QuerySet [empty] has no queries"),
     # test_lenient_creates.py: a judgment that ended ERROR
     ({"judgmentList": ["bad"]}, "Judgment [bad] is not COMPLETED (status: ERROR)"),
     # test_bad_input.py::test_numbers_are_bounded_naming_the_field

@@ -5,12 +5,20 @@ which they are reported, defaults, and no service asked once an earlier field fa
 from __future__ import annotations
 
 import contextlib
+import math
 from typing import Any
 
 import pytest
 from marshmallow import Schema
 
-from workbench.errors import BadRequest, Conflict, NotFound, WorkbenchError
+from workbench.errors import (
+    BadRequest,
+    Conflict,
+    NotFound,
+    SearchRelevanceError,
+    TextError,
+    WorkbenchError,
+)
 from workbench.judgments.limits import FLOAT_MAX, MAX_RATINGS, size_error
 from workbench.judgments.llm import prompt as llm_prompt
 from workbench.schemas.body import load
@@ -20,8 +28,11 @@ from workbench.schemas.judgment_ratings import (
     CompareSchema,
     ImportedRatingsSchema,
     RatingEditsSchema,
-    edited_rating,
+    apply_edits,
+    check_scale,
     imported_ratings,
+    java_double,
+    rating_type_of,
 )
 from workbench.schemas.judgment_sources import ChosenJudge
 from workbench.schemas.judgments import LlmEstimateSchema, LlmJudgmentSchema, judgment_schema
@@ -440,11 +451,17 @@ def test_the_largest_float_is_accepted_and_a_list_over_the_limit_is_not() -> Non
 
 # -- PUT /judgments/{id} --------------------------------------------------------------------------
 
-def test_edits() -> None:
-    body = {"judgmentRatings": [{"query": 12, "ratings": [{"docId": "d", "rating": "0.7"},
-                                                          {"docId": 3, "rating": 0}]}]}
-    assert load(RatingEditsSchema(), body)["judgmentRatings"] == [("12", "d", "0.7"),
-                                                                  ("12", "3", 0)]
+def test_edits_are_the_text_the_plugin_reads() -> None:
+    """Each value as Java's ``String.valueOf`` of the parsed JSON: the plugin stores the rating
+    as that text (``1`` is ``"1"``, ``1.0`` is ``"1.0"``, ``"1"`` is ``"1"``)."""
+    body = {"judgmentRatings": [{"query": 12, "ratings": [
+        {"docId": "d", "rating": "0.7"}, {"docId": 3, "rating": 0}, {"docId": 0, "rating": 1},
+        {"docId": "e", "rating": 1.0}, {"docId": "f", "rating": "1"},
+        {"docId": "g", "rating": 0.5}, {"docId": False, "rating": " 1 "},
+        {"docId": "h", "rating": 1e-5}]}]}
+    assert load(RatingEditsSchema(), body)["judgmentRatings"] == [
+        ("12", "d", "0.7"), ("12", "3", "0"), ("12", "0", "1"), ("12", "e", "1.0"),
+        ("12", "f", "1"), ("12", "g", "0.5"), ("12", "false", " 1 "), ("12", "h", "1.0E-5")]
 
 
 @pytest.mark.parametrize(("body", "expected"), [
@@ -452,35 +469,119 @@ def test_edits() -> None:
     ({"judgmentRatings": {}}, "expected a list of {query, ratings:[{docId, rating}]} objects"),
     ({"judgmentRatings": [1]}, "expected a list of {query, ratings:[{docId, rating}]} objects"),
     ({"judgmentRatings": [{"query": "q"}]}, "each entry must have a ratings list"),
+    ({"judgmentRatings": [{"query": "q", "ratings": None}]},
+     "each entry must have a ratings list"),
+    ({"judgmentRatings": [{"query": "q", "ratings": "r"}]},
+     "expected a list of {query, ratings:[{docId, rating}]} objects"),
+    ({"judgmentRatings": [{"query": "q", "ratings": [1]}]},
+     "expected a list of {query, ratings:[{docId, rating}]} objects"),
     ({"judgmentRatings": [{"query": "q", "ratings": [{"docId": "d"}]}]},
      "each rating must have a query, docId and rating"),
     ({"judgmentRatings": [{"query": "", "ratings": [{"docId": "d", "rating": 1}]}]},
      "each rating must have a query, docId and rating"),
+    ({"judgmentRatings": [{"query": " \t", "ratings": [{"docId": "d", "rating": 1}]}]},
+     "each rating must have a query, docId and rating"),
+    ({"judgmentRatings": [{"query": "q", "ratings": [{"docId": "d", "rating": "  "}]}]},
+     "each rating must have a query, docId and rating"),
+    # the whole list is read before a missing value is reported
+    ({"judgmentRatings": [{"query": "q", "ratings": [{"docId": "d"}]}, {"query": "q"}]},
+     "each entry must have a ratings list"),
     ({"judgmentRatings": [{"query": "q", "ratings": []}]}, "at least one rating is required"),
     ({"judgmentRatings": []}, "at least one rating is required"),
 ])
 def test_edit_reasons(body: dict[str, Any], expected: str) -> None:
-    caught = error(RatingEditsSchema(), body)
-    assert (type(caught), caught.reason) == (BadRequest, expected)
+    """The plugin's REST handler answers these as a bare text/plain 400."""
+    with pytest.raises(TextError) as caught:
+        load(RatingEditsSchema(), body)
+    assert (caught.value.status, caught.value.text) == (400, expected)
 
 
-@pytest.mark.parametrize(("value", "rating_type", "expected"), [
-    (1.5, "SCORE0_1", "rating '1.5' for docId d must be a number between 0 and 1 for a "
-                      "SCORE0_1 judgment"),
-    ("high", "SCORE0_1", "rating 'high' for docId d must be a number"),
-    (True, "SCORE0_1", "rating 'True' for docId d must be a number"),
-    (0.5, "RELEVANT_IRRELEVANT", "rating '0.5' for docId d must be 0 or 1 for a "
+@pytest.mark.parametrize(("text", "number"), [
+    ("1", 1.0), (" 0.5\n", 0.5), ("1d", 1.0), ("0.5F", 0.5), (".5", 0.5), ("1.", 1.0),
+    ("-0", -0.0), ("1e-400", 0.0), ("0x1p-1", 0.5), ("0X.8P0d", 0.5), ("NaN", math.nan),
+    ("-Infinity", -math.inf), ("1e400", math.inf),
+    ("high", None), ("", None), ("inf", None), ("nan", None), ("1_0", None), ("0x1", None),
+    ("1e", None), ("--1", None), ("\u0661", None), ("1\n2", None),
+])
+def test_java_double(text: str, number: float | None) -> None:
+    parsed = java_double(text)
+    if number is None or parsed is None:
+        assert parsed is number
+    elif math.isnan(number):
+        assert math.isnan(parsed)
+    else:
+        assert (parsed, math.copysign(1, parsed)) == (number, math.copysign(1, number))
+
+
+@pytest.mark.parametrize(("text", "rating_type", "expected"), [
+    ("1.5", "SCORE0_1", "rating '1.5' for docId d must be a number between 0 and 1 for a "
+                        "SCORE0_1 judgment"),
+    ("NaN", "SCORE0_1", "rating 'NaN' for docId d must be a number between 0 and 1 for a "
+                        "SCORE0_1 judgment"),
+    ("high", "SCORE0_1", "rating 'high' for docId d must be a number for a SCORE0_1 judgment"),
+    ("true", "SCORE0_1", "rating 'true' for docId d must be a number for a SCORE0_1 judgment"),
+    ("0.5", "RELEVANT_IRRELEVANT", "rating '0.5' for docId d must be 0 or 1 for a "
+                                   "RELEVANT_IRRELEVANT judgment"),
+    ("x", "RELEVANT_IRRELEVANT", "rating 'x' for docId d must be a number for a "
                                  "RELEVANT_IRRELEVANT judgment"),
 ])
-def test_edited_rating_reasons(value: Any, rating_type: str, expected: str) -> None:
-    with pytest.raises(BadRequest) as caught:
-        edited_rating(value, "d", rating_type)
-    assert caught.value.reason == expected
+def test_scale_reasons(text: str, rating_type: str, expected: str) -> None:
+    with pytest.raises(SearchRelevanceError) as caught:
+        check_scale([("q", "d", text)], rating_type)
+    assert (caught.value.status, caught.value.reason) == (400, expected)
+    assert caught.value.body()["error"]["type"] == "search_relevance_exception"
 
 
-def test_edited_rating_is_stored_the_java_way() -> None:
-    assert edited_rating("0.7", "d", "SCORE0_1") == "0.7"
-    assert edited_rating(1, "d", "RELEVANT_IRRELEVANT") == "1.0"
+def test_every_rating_is_checked_before_anything_else() -> None:
+    edits = [("q", "a", "0.5"), ("q", "b", "2")]
+    with pytest.raises(SearchRelevanceError) as caught:
+        check_scale(edits, "SCORE0_1")
+    assert caught.value.reason.startswith("rating '2' for docId b")
+    check_scale([("q", "a", "1"), ("q", "b", "0.0"), ("q", "c", " 1d ")], "RELEVANT_IRRELEVANT")
+    check_scale([("q", "a", "0"), ("q", "b", "1.0"), ("q", "c", "0x1p-2")], "SCORE0_1")
+
+
+@pytest.mark.parametrize(("metadata", "expected"), [
+    ({}, "SCORE0_1"), ({"llmJudgmentRatingType": None}, "SCORE0_1"),
+    ({"llmJudgmentRatingType": 3}, "SCORE0_1"),
+    ({"llmJudgmentRatingType": "RELEVANT_IRRELEVANT"}, "RELEVANT_IRRELEVANT"),
+])
+def test_the_recorded_rating_type(metadata: dict[str, Any], expected: str) -> None:
+    assert rating_type_of(metadata) == expected
+
+
+@pytest.mark.parametrize("value", ["score0_1", "", "GRADED"])
+def test_an_unrecognized_rating_type_is_refused_with_its_cause(value: str) -> None:
+    with pytest.raises(SearchRelevanceError) as caught:
+        rating_type_of({"llmJudgmentRatingType": value})
+    reason = f"Judgment records an unrecognized rating type [{value}]; cannot edit ratings"
+    assert caught.value.body() == {"error": {
+        "root_cause": [{"type": "search_relevance_exception", "reason": reason}],
+        "type": "search_relevance_exception", "reason": reason,
+        "caused_by": {"type": "illegal_argument_exception", "reason": "No enum constant "
+                      f"org.opensearch.searchrelevance.model.LLMJudgmentRatingType.{value}"}},
+        "status": 400}
+
+
+def test_apply_edits() -> None:
+    entries: list[dict[str, Any]] = [
+        {"query": "q", "ratings": [{"docId": "a", "rating": "0.1"}],
+         "failures": [{"docId": "b", "reason": "x"}, {"docId": "c"}]},
+        {"query": "q", "ratings": [{"docId": "z", "rating": "0.2"}]},
+        {"query": "r"}]
+    apply_edits(entries, [("q", "a", "1"), ("q", "b", "0.5")])
+    assert entries[0] == {"query": "q", "ratings": [{"docId": "a", "rating": "1"},
+                                                    {"docId": "b", "rating": "0.5"}],
+                          "failures": [{"docId": "c"}]}
+    apply_edits(entries, [("q", "c", "0")])
+    assert "failures" not in entries[0]
+    with pytest.raises(SearchRelevanceError) as caught:
+        apply_edits(entries, [("q", "z", "0")])  # the first entry of a query is the one edited
+    assert (caught.value.status, caught.value.reason) == (
+        400, "Document z is not part of query [q] in this judgment")
+    with pytest.raises(SearchRelevanceError) as caught:
+        apply_edits(entries, [("nope", "a", "0")])
+    assert (caught.value.status, caught.value.reason) == (404, "Query not found in judgment: nope")
 
 
 # -- POST /judgments/_compare ---------------------------------------------------------------------

@@ -52,6 +52,9 @@ def test_key_rules(key, error) -> None:
     (0.0001, "1.0E-4"), (1234567.0, "1234567.0"), (1e7, "1.0E7"), (12345678.9, "1.23456789E7"),
     (-0.5, "-0.5"), (0.0, "0.0"), (3.0e-10, "3.0E-10"),
     (0.30000000000000004, "0.30000000000000004"),
+    # Java 19+ takes two digits when a two-digit decimal is nearer than the one-digit shortest
+    (5e-324, "4.9E-324"), (1e-323, "9.9E-324"), (7e-323, "6.9E-323"), (2e-323, "2.0E-323"),
+    (1e23, "1.0E23"), (2.82879384806159e17, "2.82879384806159E17"),
 ])
 def test_double_to_string_matches_java(x: float, text: str) -> None:
     assert double_to_string(x) == text
