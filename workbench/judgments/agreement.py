@@ -34,15 +34,14 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
 from scipy.stats import kendalltau
 
-# What the IMPORT validator accepts: a Java float literal, optional f/F/d/D suffix.
-_FLOAT = re.compile(r"^[+-]?(?:\d++(?:\.\d*+)?|\.\d++)(?:[eE][+-]?\d++)?[fFdD]?$")
+from workbench.schemas.javafmt import JAVA_BLANK, JAVA_DECIMAL
+
 _DECODER = json.JSONDecoder()
 
 Ratings = dict[str, dict[str, float]]  # query key -> docId -> rating
@@ -68,8 +67,8 @@ def parse_rating(value: Any, query: str, doc_id: str) -> float:
     number: float | None = None
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         number = float(value)
-    elif isinstance(value, str) and _FLOAT.match(value.strip()):
-        number = float(value.strip().rstrip("fFdD"))
+    elif isinstance(value, str) and JAVA_DECIMAL.fullmatch(value.strip(JAVA_BLANK)):
+        number = float(value.strip(JAVA_BLANK).rstrip("fFdD"))
     if number is None or not math.isfinite(number):
         raise ValueError(
             f"rating {value!r} for query {query!r}, docId {doc_id!r} is not a finite number")

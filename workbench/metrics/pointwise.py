@@ -15,7 +15,6 @@ and ``evaluate_many`` give bit-identical numbers.
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Iterator, Mapping, Sequence
 from functools import lru_cache
 from itertools import chain, islice, repeat
@@ -26,7 +25,13 @@ import numpy as np
 import numpy.typing as npt
 
 from workbench.metrics.errors import MetricError
-from workbench.schemas.javafmt import double_to_string, java_string
+from workbench.schemas.javafmt import (
+    JAVA_BLANK,
+    JAVA_DECIMAL,
+    JAVA_HEX,
+    double_to_string,
+    java_string,
+)
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -218,12 +223,6 @@ def _discount(width: int) -> FloatArray:
 # Ratings
 
 
-_JAVA_BLANK = "".join(map(chr, range(0x21)))  # what Java's String.trim() removes
-# Possessive, so that a long digit run failing at its end is not retried (linear time).
-_JAVA_DECIMAL = re.compile(r"[+-]?(?:\d++(?:\.\d*+)?|\.\d++)(?:[eE][+-]?\d++)?[fFdD]?")
-_JAVA_HEX = re.compile(
-    r"[+-]?0[xX](?:[0-9a-fA-F]++(?:\.[0-9a-fA-F]*+)?|\.[0-9a-fA-F]++)[pP][+-]?\d++[fFdD]?"
-)
 
 
 def validate_ratings(judgments: Mapping[str, Any]) -> dict[str, float]:
@@ -266,10 +265,10 @@ def _parse_rating(raw: Any) -> float | None:
 def _parse_text(raw: str) -> float | None:
     """``_parse_rating`` of a string, remembered: a judgment list repeats a few rating strings
     ("0.000", "1.000" ...) thousands of times, and a run parses each list once per query."""
-    text = raw.strip(_JAVA_BLANK)
-    if _JAVA_DECIMAL.fullmatch(text):
+    text = raw.strip(JAVA_BLANK)
+    if JAVA_DECIMAL.fullmatch(text):
         return float(text.rstrip("fFdD"))
-    if _JAVA_HEX.fullmatch(text):
+    if JAVA_HEX.fullmatch(text):
         return float.fromhex(text.rstrip("fFdD"))
     return None
 

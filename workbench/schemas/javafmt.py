@@ -10,11 +10,23 @@ OpenSearch's ``XContentParser.map()`` reads an object into (``java_hash_map``).
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable, Iterable
 from decimal import ROUND_HALF_EVEN, Decimal
 from typing import Any
 
 from workbench.schemas.java_hash_map import hash_map_order
+
+# A decimal literal as Java's Float/Double.parseFloat read it (after trimming), NaN and Infinity
+# aside; use with ``fullmatch``. ASCII digits only, as Java's parser (``\d`` alone would take
+# "٣" or "３"). Possessive: a long digit run that fails at its end is not retried split in two
+# (that was quadratic).
+JAVA_DECIMAL = re.compile(r"[+-]?(?:\d++(?:\.\d*+)?|\.\d++)(?:[eE][+-]?\d++)?[fFdD]?", re.ASCII)
+# A hexadecimal floating-point literal as Java reads it (``0x1.8p1``); with ``fullmatch``.
+JAVA_HEX = re.compile(r"[+-]?0[xX](?:[0-9a-fA-F]++(?:\.[0-9a-fA-F]*+)?|\.[0-9a-fA-F]++)"
+                      r"[pP][+-]?\d++[fFdD]?", re.ASCII)
+# What Java's String.trim() removes: every character up to the space.
+JAVA_BLANK = "".join(map(chr, range(0x21)))
 
 
 def double_to_string(x: float) -> str:

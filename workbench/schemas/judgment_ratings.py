@@ -18,13 +18,10 @@ from marshmallow import ValidationError
 
 from workbench.errors import SearchRelevanceError, TextError
 from workbench.schemas.body import BodyField, BodySchema, Step, StepSchema
-from workbench.schemas.javafmt import java_string
+from workbench.schemas.javafmt import JAVA_BLANK, JAVA_DECIMAL, JAVA_HEX, java_string
 
 SizeError = Callable[[list[dict[str, Any]]], str | None]
 RELEVANT_IRRELEVANT = "RELEVANT_IRRELEVANT"
-# What Java's Float.parseFloat reads (after trimming), minus NaN and Infinity. Possessive: a long
-# digit run that fails at its end is not retried split in two (that was quadratic).
-_FLOAT = re.compile(r"^[+-]?(?:\d++(?:\.\d*+)?|\.\d++)(?:[eE][+-]?\d++)?[fFdD]?$")
 
 
 # -- IMPORT_JUDGMENT ------------------------------------------------------------------------------
@@ -39,9 +36,10 @@ def rating_text(value: Any, query: str, doc_id: str, float_max: float) -> str:
         raise ValidationError(
             f"rating '{java_string(value)}' for queryText {query} must be a valid float")
     text = value if isinstance(value, str) else java_string(value)
-    if not _FLOAT.match(text.strip()) or not math.isfinite(float(text.strip().rstrip("fFdD"))):
+    trimmed = text.strip(JAVA_BLANK)
+    if not JAVA_DECIMAL.fullmatch(trimmed) or not math.isfinite(float(trimmed.rstrip("fFdD"))):
         raise ValidationError(f"rating '{text}' for queryText {query} must be a valid float")
-    if abs(float(text.strip().rstrip("fFdD"))) > float_max:
+    if abs(float(trimmed.rstrip("fFdD"))) > float_max:
         raise ValidationError(f"rating '{text}' for queryText {query} and docId {doc_id} is "
                               f"outside the float range (at most {float_max} in magnitude)")
     return text
@@ -110,14 +108,7 @@ class ImportedRatingsSchema(BodySchema):
 
 _EDIT_SHAPE = "expected a list of {query, ratings:[{docId, rating}]} objects"
 SCALES = ("SCORE0_1", RELEVANT_IRRELEVANT)
-# What Java's String.trim() removes: every character up to the space.
-_JAVA_BLANK = "".join(chr(c) for c in range(33))
-# What Java's Double.parseDouble reads once trimmed: a decimal (with a float/double suffix), a
-# hexadecimal float, NaN or Infinity, each with an optional sign; ASCII digits only.
-_DOUBLE = re.compile(r"^[+-]?(?:(?:\d++(?:\.\d*+)?|\.\d++)(?:[eE][+-]?\d++)?[fFdD]?"
-                     r"|NaN|Infinity)$", re.ASCII)
-_HEX_DOUBLE = re.compile(r"^[+-]?0[xX](?:[0-9a-fA-F]++\.?[0-9a-fA-F]*+|\.[0-9a-fA-F]++)"
-                         r"[pP][+-]?\d++[fFdD]?$", re.ASCII)
+_SPECIAL = re.compile(r"[+-]?(?:NaN|Infinity)")  # Double.parseDouble reads these too
 
 
 def _text(value: Any) -> str | None:
@@ -126,7 +117,7 @@ def _text(value: Any) -> str | None:
 
 
 def _blank(value: str | None) -> bool:
-    return value is None or not value.strip(_JAVA_BLANK)
+    return value is None or not value.strip(JAVA_BLANK)
 
 
 class _Edits(BodyField):
@@ -174,10 +165,10 @@ class RatingEditsSchema(BodySchema):
 
 def java_double(text: str) -> float | None:
     """Java's ``Double.parseDouble(text)``, or None where it throws."""
-    trimmed = text.strip(_JAVA_BLANK)
-    if _DOUBLE.match(trimmed):
+    trimmed = text.strip(JAVA_BLANK)
+    if JAVA_DECIMAL.fullmatch(trimmed) or _SPECIAL.fullmatch(trimmed):
         return float(trimmed.rstrip("fFdD"))
-    if _HEX_DOUBLE.match(trimmed):
+    if JAVA_HEX.fullmatch(trimmed):
         return float.fromhex(trimmed.rstrip("fFdD"))
     return None
 

@@ -426,6 +426,11 @@ def test_a_loaded_schema_keeps_no_reference_to_the_body() -> None:
      "rating 'high' for queryText q must be a valid float"),
     ([{"query": "q", "ratings": [{"docId": "d", "rating": "NaN"}]}],
      "rating 'NaN' for queryText q must be a valid float"),
+    # Java's Float.parseFloat reads ASCII digits only, and trims only up to the space
+    ([{"query": "q", "ratings": [{"docId": "d", "rating": "\u0663"}]}],
+     "rating '\u0663' for queryText q must be a valid float"),
+    ([{"query": "q", "ratings": [{"docId": "d", "rating": "\u00a01"}]}],
+     "rating '\u00a01' for queryText q must be a valid float"),
     ([{"query": "q", "ratings": [{"docId": "d", "rating": "Infinity"}]}],
      "rating 'Infinity' for queryText q must be a valid float"),
     ([{"query": "q", "ratings": [{"docId": "d", "rating": True}]}],
