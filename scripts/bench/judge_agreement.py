@@ -61,9 +61,12 @@ RESULTS = REPO / "scripts" / "bench" / "results" / "judge_agreement.json"
 JUDGES = ("token_overlap", "semantic")
 K = 10
 SWEEP = tuple(round(0.1 * i, 1) for i in range(1, 10))
-# ESCI's grades as the shipped list writes them: Exact 100, Substitute 10, Complement 1,
-# Irrelevant 0. Substitute and up is ESCI's "relevant".
+# ESCI's grades on the plugin sample's scale: Exact 100, Substitute 10, Complement 1,
+# Irrelevant 0. Substitute and up is ESCI's "relevant". The demo list the workbench ships grades
+# them 3/2/1/0 (scripts/demo_judgments.py); ``on_sample_scale`` reads it back on this scale, so
+# the rules and figures below mean the same whichever file is given.
 ES_FROM = 10.0
+DEMO_TO_SAMPLE = {3.0: 100.0, 2.0: 10.0, 1.0: 1.0, 0.0: 0.0}
 # Simple configurations a user would try first, from strong to weak on product search.
 CONFIGURATIONS: dict[str, dict[str, Any]] = {
     "title": {"query": {"match": {"title": "%SearchText%"}}},
@@ -97,6 +100,18 @@ def shared_pairs(ratings: Mapping[str, Mapping[str, float]],
     return [Pair(query, doc_id, rating, titles[doc_id].strip())
             for query, docs in ratings.items() for doc_id, rating in docs.items()
             if (titles.get(doc_id) or "").strip()]
+
+
+def on_sample_scale(ratings: Mapping[str, Mapping[str, float]]
+                    ) -> dict[str, dict[str, float]]:
+    """ESCI ratings on the sample's 100/10/1/0 scale: the shipped 3/2/1/0 list mapped back,
+    the sample as it is (a list with other grades is not ESCI's: an error)."""
+    grades = {r for docs in ratings.values() for r in docs.values()}
+    if grades <= set(DEMO_TO_SAMPLE.values()) and not grades <= set(DEMO_TO_SAMPLE):
+        return {q: dict(docs) for q, docs in ratings.items()}
+    if not grades <= set(DEMO_TO_SAMPLE):
+        raise ValueError(f"not ESCI's grades (100/10/1/0 or 3/2/1/0): {sorted(grades)}")
+    return {q: {d: DEMO_TO_SAMPLE[r] for d, r in docs.items()} for q, docs in ratings.items()}
 
 
 def human_relevant(ratings: Mapping[str, Mapping[str, float]], rule: str
@@ -440,7 +455,7 @@ def main(argv: list[str] | None = None) -> int:
     queries_path, judgments_path, products_path = _paths(args)
 
     queries = [q["queryText"] for q in read_json(queries_path)["querySetQueries"]]
-    ratings = merge(read_json(judgments_path)["judgmentRatings"])
+    ratings = on_sample_scale(merge(read_json(judgments_path)["judgmentRatings"]))
     if args.first:
         queries = queries[:args.first]
         ratings = {query: ratings[query] for query in queries if query in ratings}

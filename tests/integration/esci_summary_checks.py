@@ -3,7 +3,7 @@ figure recomputed here from the stored evaluation results with numpy, and every 
 ``scipy.stats`` (Holm's adjustment and the randomization test written out independently).
 
 With ``WORKBENCH_REPORT_DIR`` set, the HTML reports and their Chromium screenshots are kept there
-(the screenshots in docs/guide.md are made this way).
+(the pictures in docs/guide.md are made by its own run, with scripts/doc_pictures.py).
 """
 
 from __future__ import annotations

@@ -336,10 +336,10 @@ def test_demo_runs_a_first_experiment(server: Server, env: dict[str, str], worke
         shown = ok(result)
         assert f"catalogue: {index} holds the 6764 demo products" in result.stderr
         assert "title and bullets vs title match (paired over queries)" in shown
-        assert shown.rstrip().splitlines()[-1] == (
-            "verdict: title and bullets vs title match, NDCG@10 +0.0024 over 150 queries "
-            "(wins 7, losses 4); paired t-test p = 0.0697: not significant at alpha 0.05, no "
-            "evidence of a difference")
+        # the verdict the README shows (its doc test runs the same command on the demo index)
+        readme = (REPO / "README.md").read_text().splitlines()
+        assert shown.rstrip().splitlines()[-1] == next(
+            line for line in readme if line.startswith("verdict: title and bullets"))
         assert direct.count(index=index)["count"] == 6764
         again = cli(server, env, "demo", "--index", index)
         assert ok(again).rstrip().splitlines()[-1] == shown.rstrip().splitlines()[-1]

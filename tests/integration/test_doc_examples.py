@@ -18,7 +18,9 @@ Every fenced example of README.md and docs/ runs, page by page, in one folder pe
   ``CONFIG_CHECKS`` (what that program would do with it, done here);
 * ``<!-- example: shown-by FILE::TEST -->`` marks an answer only a fault produces (a cluster
   that stops answering mid-write): the named test of the suite produces it and asserts it
-  exactly; here the test must exist and the answer must read as the page's JSON.
+  exactly; here the test must exist and the answer must read as the page's JSON;
+* a picture the page shows (``![...](NAME.png)``) must be made by its examples
+  (``scripts/doc_pictures.py``) and carry the figures of this run (``_check_pictures``).
 
 The URLs the pages were recorded with (the workbench on ``localhost:9400``, the model server on
 ``127.0.0.1:9600``) are replaced with the test services'. ``test_count_of_examples`` prints how
@@ -31,6 +33,7 @@ import json
 import os
 import re
 import shlex
+import shutil
 import subprocess
 import tomllib
 import urllib.request
@@ -101,7 +104,9 @@ def _compare(fence: Fence, command: str, shown: list[str], printed: list[str]) -
         problems = json_mismatches(parse_pattern("\n".join(normalise(shown))), actual)
         assert not problems, (fence.where, command, problems, text[-3000:])
     else:
-        assert normalise(printed) == normalise(shown), (fence.where, command)
+        assert normalise(printed) == normalise(shown), (
+            f"{fence.where}: {command!r} printed (the page's output to record):\n"
+            + "\n".join(printed))
 
 
 def _console(fence: Fence, cwd: Path, env: dict[str, str], localise: Callable[[str], str]
@@ -305,6 +310,27 @@ def test_every_example_of_the_page_runs(
                         "marker (tests/support/doc_examples.py)")
         ran += 1
     assert ran, f"{page} has no example to run"
+    _check_pictures(page, cwd)
+
+
+def _check_pictures(page: str, cwd: Path) -> None:
+    """Every picture a page shows is made by the page's own examples (scripts/doc_pictures.py)
+    and carries the figures of this run; with ``WORKBENCH_DOCS_PICTURES=write`` this run's
+    pictures replace the page's (how they are refreshed after a change)."""
+    from scripts.doc_pictures import read_facts
+
+    for name in re.findall(r"!\[[^\]]*\]\(([^)\s]+)\)", (REPO / page).read_text()):
+        made, shown = cwd / name, (REPO / page).parent / name
+        assert made.is_file(), f"{page} shows {name}, which its examples do not make"
+        facts = read_facts(made)
+        assert facts, f"{name}: made without its figures (scripts/doc_pictures.py)"
+        if os.environ.get("WORKBENCH_DOCS_PICTURES") == "write":
+            shutil.copyfile(made, shown)
+            continue
+        assert read_facts(shown) == facts, (
+            f"{page}: {name} shows the figures of another run than the page's; refresh it with "
+            "WORKBENCH_DOCS_PICTURES=write ./scripts/test.sh "
+            f"tests/integration/test_doc_examples.py -k '{page}'")
 
 
 def test_count_of_examples() -> None:

@@ -1,9 +1,10 @@
 """End to end on the real data: the product catalogue (``workbench load-demo``), the ESCI query set
-and its 6,678 imported judgments, two search configurations, and a POINTWISE, a PAIRWISE and a
-HYBRID experiment over all 150 queries, as a user would run them over HTTP.
+and its 6,678 judgments as the demo ships them (graded Exact 3, Substitute 2, Complement 1,
+Irrelevant 0: scripts/demo_judgments.py), search configurations, and a POINTWISE, a PAIRWISE
+and a HYBRID experiment over all 150 queries, as a user would run them over HTTP.
 
 The NDCG@10 the workbench stores for every query is recomputed here from the cluster's own search
-results and the raw judgment file, with a plain loop; the table of mean NDCG@10 in docs/guide.md
+results and the judgment file, with a plain loop; the table of mean NDCG@10 in docs/guide.md
 must match.
 """
 
@@ -35,6 +36,7 @@ from tests.integration.test_experiments import EVALUATIONS, VARIANTS, by_experim
 from tests.support.api import Api, search_configuration
 from tests.support.data import ESCI, UBI_SAMPLE
 from tests.support.processes import REPO, Server, Worker
+from workbench.demo.load import JUDGMENTS, read_json
 
 K = 10
 # The two configurations docs/guide.md compares (their index is filled in per run).
@@ -66,7 +68,7 @@ def esci(api: Api, env: dict[str, str], direct: OpenSearch, worker: Worker
     assert reply.status == 200, reply.data
     query_set = reply.json["query_set_id"]
 
-    judgment_body = json.loads((ESCI / "esci_us_judgments.json").read_text())
+    judgment_body = read_json(JUDGMENTS)
     reply = api.srw("PUT", "/judgments", judgment_body)
     assert reply.status == 200, reply.data
     judgment = reply.json["judgment_id"]

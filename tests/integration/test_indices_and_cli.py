@@ -159,18 +159,28 @@ def test_load_demo_indexes_products_and_ubi(env, direct: OpenSearch) -> None:
 
 
 def test_load_demo_without_paths_loads_the_shipped_data(env, direct) -> None:
-    """The demo data ships in the package: the same files as the data set, compressed."""
+    """The demo data ships in the package: the same files as the data set, compressed, but
+    the judgments, whose ESCI grades 100/10/1/0 are mapped to 3/2/1/0 and nothing else."""
     import gzip
 
+    from scripts.demo_judgments import shipped_bytes
     from workbench.demo import load
 
     assert gzip.decompress(load.UBI.read_bytes()) == (ESCI / "ubi_queries_events.ndjson"
                                                       ).read_bytes()
     assert load.PRODUCTS.read_bytes() == (UBI_SAMPLE / "ubi_ecommerce_products.json.gz"
                                           ).read_bytes()
-    for shipped, source in ((load.QUERY_SET, "esci_us_queryset.json"),
-                            (load.JUDGMENTS, "esci_us_judgments.json")):
-        assert gzip.decompress(shipped.read_bytes()) == (ESCI / source).read_bytes()
+    assert gzip.decompress(load.QUERY_SET.read_bytes()) == (ESCI / "esci_us_queryset.json"
+                                                            ).read_bytes()
+    sample = json.loads((ESCI / "esci_us_judgments.json").read_text())
+    assert load.JUDGMENTS.read_bytes() == shipped_bytes(sample)
+    shipped = json.loads(gzip.decompress(load.JUDGMENTS.read_bytes()))
+    grades = {("t towels kitchen", "B07NCQWCQS"): "3", ("t towels kitchen", "B07QLRTGVQ"): "2",
+              ("t towels kitchen", "B0825VCHDG"): "1", ("t towels kitchen", "B08JZ36B5B"): "0"}
+    for (query, doc), grade in grades.items():  # Exact, Substitute, Complement, Irrelevant
+        row = next(r for r in shipped["judgmentRatings"] if r["query"] == query)
+        assert {"docId": doc, "rating": grade} in row["ratings"]
+    assert sum(len(r["ratings"]) for r in shipped["judgmentRatings"]) == 6678
     products = f"test-shipped-{uuid.uuid4().hex[:6]}"
     try:
         result = run_cli(env, "load-demo", "--products-index", products)

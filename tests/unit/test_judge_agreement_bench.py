@@ -19,6 +19,7 @@ from scripts.bench.judge_agreement import (
     human_relevant,
     judge_scores,
     mean_precision,
+    on_sample_scale,
     order_tau,
     precision_at_k,
     product_titles,
@@ -29,6 +30,17 @@ from scripts.bench.judge_agreement import (
 
 RATINGS = {"tv": {"a": 100.0, "b": 10.0, "c": 1.0, "d": 0.0},
            "low": {"e": 10.0, "f": 0.0}}
+
+
+def test_the_shipped_grades_are_read_on_the_samples_scale() -> None:
+    """The demo's 3/2/1/0 list means what the sample's 100/10/1/0 does: the same calls."""
+    demo = {"tv": {"a": 3.0, "b": 2.0, "c": 1.0, "d": 0.0}, "low": {"e": 2.0, "f": 0.0}}
+    assert on_sample_scale(demo) == RATINGS
+    assert on_sample_scale(RATINGS) == RATINGS
+    for rule in ("exact", "es"):
+        assert human_relevant(on_sample_scale(demo), rule) == human_relevant(RATINGS, rule)
+    with pytest.raises(ValueError, match=r"not ESCI's grades .*\[0.5, 3.0\]"):
+        on_sample_scale({"q": {"a": 3.0, "b": 0.5}})
 
 
 def test_shared_pairs_keep_rated_products_with_a_title() -> None:
