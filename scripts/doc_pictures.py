@@ -11,12 +11,12 @@ this script with their ids (``WORKBENCH_URL`` names the workbench, as for the co
 * ``--heat-map ID FILE``: the hybrid grid plot of the experiment's report, as the report
   embeds it.
 
-Each PNG carries in a text chunk (``FACTS``) the report's Markdown (``_report?format=md``) with
-its ids replaced: the figures the picture shows, as text. tests/integration/test_doc_examples.py
-runs the page, and with it this script, and requires every picture the page shows to carry the
-facts of that run, so a picture cannot show other figures than the page's own run; with
-``WORKBENCH_DOCS_PICTURES=write`` it writes the run's pictures into docs/ instead (how they are
-refreshed after a change).
+Each PNG carries in a text chunk (``FACTS``) the figures it shows, as text: the report's
+Markdown (``_report?format=md``) with its ids replaced, and for the heat map every variant's
+mean. tests/integration/test_doc_examples.py runs the page, and with it this script, and
+requires every picture the page shows to carry the facts of that run, so a picture cannot show
+other figures than the page's own run; with ``WORKBENCH_DOCS_PICTURES=write`` it writes the
+run's pictures into docs/ instead (how they are refreshed after a change).
 """
 
 from __future__ import annotations
@@ -45,6 +45,18 @@ def facts_of(client: WorkbenchClient, experiment_id: str) -> str:
     """The figures of an experiment's report, as its Markdown, ids replaced by ``<id>``."""
     text = client.srw("GET", f"/experiments/{experiment_id}/_report", params={"format": "md"})
     return _UUID.sub("<id>", str(text))
+
+
+def grid_facts(client: WorkbenchClient, experiment_id: str) -> str:
+    """Every hybrid variant's mean of the summary's metric (the cells of the heat map), one
+    line each, after the report's Markdown (which lists only the ten best)."""
+    summary = client.srw("GET", f"/experiments/{experiment_id}/_summary")
+    metric = summary["metric"]
+    cells = sorted(
+        f"{', '.join(f'{k}={v}' for k, v in sorted((row.get('parameters') or {}).items()))}: "
+        f"{row['metrics'][metric]['mean']:.4f}" for row in summary["configurations"])
+    return facts_of(client, experiment_id) + f"\n## Mean {metric} of every variant\n\n" + \
+        "\n".join(cells) + "\n"
 
 
 def read_facts(picture: Path) -> str | None:
@@ -78,7 +90,7 @@ def heat_map_picture(client: WorkbenchClient, experiment_id: str, out: Path) -> 
     if found is None:
         raise SystemExit(f"the report of {experiment_id} has no hybrid grid heat map "
                          "(is it a HYBRID_OPTIMIZER experiment?)")
-    _save(base64.b64decode(found.group(1)), facts_of(client, experiment_id), out)
+    _save(base64.b64decode(found.group(1)), grid_facts(client, experiment_id), out)
 
 
 def main() -> None:
