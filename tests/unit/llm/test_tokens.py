@@ -1,10 +1,11 @@
-"""Where a model server's tokenizer is asked, and how its answers are read (``llm/tokens.py``)."""
+"""The cl100k_base helpers, and where a model server's tokenizer is asked and how its answers are
+read (``llm/tokens.py``)."""
 
 from __future__ import annotations
 
 import pytest
 
-from workbench.llm.tokens import DIALECTS, server_root
+from workbench.llm.tokens import DIALECTS, count_tokens, encoding, server_root, truncate_tokens
 
 
 @pytest.mark.parametrize(("chat_url", "root"), [
@@ -41,3 +42,37 @@ def test_a_server_that_does_not_answer_is_asked_again_later() -> None:
                           dict, timeout=0.5)
     assert tokens.count("red shoes") is None
     assert tokens.name is None and tokens._known is False  # not settled: ask again next time
+
+
+# --- cl100k_base -------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("text, ids", [
+    ("hello world", [15339, 1917]),
+    ("tiktoken is great!", [83, 1609, 5963, 374, 2294, 0]),
+])
+def test_encoding_is_cl100k_base(text, ids) -> None:
+    assert encoding().encode(text) == ids
+
+
+def test_encoding_has_cl100k_special_tokens_and_size() -> None:
+    enc = encoding()
+    assert enc.n_vocab == 100277
+    assert enc.encode("hello <|endoftext|>", allowed_special="all") == [15339, 220, 100257]
+    assert encoding() is enc  # loaded once
+
+
+def test_count_tokens() -> None:
+    assert count_tokens("") == 0
+    assert count_tokens("hello world") == 2
+    # Special-token text is ordinary text here, never an error.
+    assert count_tokens("<|endoftext|>") == len(encoding().encode_ordinary("<|endoftext|>")) > 1
+
+
+def test_truncate_tokens() -> None:
+    assert truncate_tokens("hello world", 5) == "hello world"
+    assert truncate_tokens("hello world", 2) == "hello world"
+    assert truncate_tokens("hello world", 1) == "hello"
+    assert truncate_tokens("hello world", 0) == "hello"  # never cut to nothing
+    assert truncate_tokens("", 3) == ""
+    text = "lorem ipsum dolor sit amet " * 50
+    assert count_tokens(truncate_tokens(text, 40)) == 40

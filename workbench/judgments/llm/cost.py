@@ -24,9 +24,9 @@ from functools import cache
 from typing import Any
 
 from workbench.judgments.llm import prompt
-from workbench.judgments.llm.chunking import count_tokens
 from workbench.llm.base import ChatModel
 from workbench.llm.pricing import Pricing
+from workbench.llm.tokens import count_tokens
 
 TOKENS_PER_MESSAGE = 3
 REPLY_PRIMING = 3

@@ -2,9 +2,7 @@
 
 import random
 
-import pytest
-
-from workbench.judgments.llm.chunking import chunk_hits, count_tokens, encoding
+from workbench.judgments.llm.chunking import chunk_hits
 from workbench.judgments.llm.prompt import (
     DEFAULT_TEMPLATE,
     RELEVANT_IRRELEVANT,
@@ -15,6 +13,7 @@ from workbench.judgments.llm.prompt import (
     user_content,
 )
 from workbench.llm.base import messages_string
+from workbench.llm.tokens import count_tokens, encoding
 
 SYSTEM = system_prompt(SCORE0_1)
 
@@ -56,30 +55,6 @@ def naive_chunks(system, template, query, custom, hits, limit):
     if current:
         chunks.append(current)
     return chunks
-
-
-# --- the tokenizer -------------------------------------------------------------------------------
-
-@pytest.mark.parametrize("text, ids", [
-    ("hello world", [15339, 1917]),
-    ("tiktoken is great!", [83, 1609, 5963, 374, 2294, 0]),
-])
-def test_encoding_is_cl100k_base(text, ids) -> None:
-    assert encoding().encode(text) == ids
-
-
-def test_encoding_has_cl100k_special_tokens_and_size() -> None:
-    enc = encoding()
-    assert enc.n_vocab == 100277
-    assert enc.encode("hello <|endoftext|>", allowed_special="all") == [15339, 220, 100257]
-    assert encoding() is enc  # loaded once
-
-
-def test_count_tokens() -> None:
-    assert count_tokens("") == 0
-    assert count_tokens("hello world") == 2
-    # Special-token text is ordinary text here, never an error.
-    assert count_tokens("<|endoftext|>") == len(encoding().encode_ordinary("<|endoftext|>")) > 1
 
 
 # --- chunking, hand-worked ------------------------------------------------------------------------
