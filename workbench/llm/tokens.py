@@ -50,9 +50,12 @@ def count_tokens(text: str) -> int:
 def truncate_tokens(text: str, limit: int) -> str:
     """``text`` cut to its first ``limit`` cl100k_base tokens (at least one kept, so a cut text
     is never empty), decoded back to text; ``text`` itself when it is that short already."""
-    tokens = encoding().encode_ordinary(text)
     keep = max(1, limit)
+    if len(text.encode("utf-8", "surrogatepass")) <= keep:  # every token is at least a byte
+        return text
+    tokens = encoding().encode_ordinary(text)
     return text if len(tokens) <= keep else encoding().decode(tokens[:keep])
+
 
 #: (name, path under the server's root, body for a text, how to read the count)
 Dialect = tuple[str, str, Callable[[str, str], dict[str, Any]], Callable[[Any], int | None]]
