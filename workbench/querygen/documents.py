@@ -4,7 +4,8 @@ limited to the fields a prompt shows and its long texts cut.
 * **Reproducible.** The documents come in the order of a ``random_score`` seeded with ``seed``
   over ``_seq_no`` (``store/random_draw.py``), so the same index contents, count, seed, fields and
   stratify field give the same documents in the same order; another seed gives another draw.
-  Random scores spread the draw over the whole index.
+  The cluster salts the scores with the concrete index's name and the shard, so a copy of the
+  index under another name draws differently. Random scores spread the draw over the index.
 * **Usable.** A document with no text (no string with a letter or digit) in its fields is skipped
   and the next one taken: nothing could be asked about it. Each search asks for about twice the
   count, and the draw pages on when too many are skipped.
