@@ -72,8 +72,10 @@ def test_put_manual_query_set_and_read_it_back(api: Api) -> None:
     (hit,) = body["hits"]["hits"]
     assert hit["_index"] == INDEX and hit["_id"] == qs_id
     source = hit["_source"]
+    # the plugin's fields, then the set's kind (the plugin branch's generated sets name it)
     assert list(source) == ["id", "name", "description", "sampling", "timestamp",
-                            "querySetQueries"]
+                            "querySetQueries", "type"]
+    assert source["type"] == "manual_query_set"
     assert source["id"] == qs_id
     assert (source["name"], source["description"], source["sampling"]) == (
         name, "Hand-made set", "manual")

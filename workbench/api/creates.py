@@ -49,6 +49,7 @@ from workbench.errors import (
 from workbench.evaluation.batch_job import TASK as EVALUATE_BATCH_TASK
 from workbench.jobs import leases
 from workbench.jobs.queue import QueueUnavailable, enqueue
+from workbench.querygen.job import TASK as QUERYGEN_TASK
 from workbench.store.client import InFlightLost
 from workbench.store.repository import Repository, new_id
 from workbench.telemetry import instruments
@@ -76,6 +77,8 @@ class Kind:
 
 
 QUERY_SET = Kind("query_set", "query set", "/query_sets")
+#: a query set generated from an index: the same entity, with a job (workbench/querygen)
+GENERATED_QUERY_SET = Kind("query_set", "query set", "/query_sets", QUERYGEN_TASK)
 SEARCH_CONFIGURATION = Kind("search_configuration", "search configuration",
                             "/search_configurations")
 JUDGMENT = Kind("judgment", "judgment", "/judgments", "workbench.judgments.generate")

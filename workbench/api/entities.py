@@ -89,16 +89,19 @@ def cancel_if_running(index: str, entity_id: str, running: tuple[str, ...]) -> s
     return status
 
 
-def cancel_job(index: str, entity_id: str, what: str, running: tuple[str, ...]) -> Response:
+def cancel_job(index: str, entity_id: str, what: str, running: tuple[str, ...],
+               id_key: str | None = None, noun: str | None = None) -> Response:
     """``POST .../{id}/_cancel``: 404 for an unknown ``what``, 409 unless its job is running;
-    the job ends it ERROR (cancelled by the user) within seconds."""
+    the job ends it ERROR (cancelled by the user) within seconds. The answer names the entity
+    by ``id_key`` (default ``<what>_id``, lower case); ``noun`` is ``what`` in a sentence
+    (default: lower case)."""
     status = cancel_if_running(index, entity_id, running)
     if status is None:
         raise NotFound(f"{what} not found: {entity_id}")
     if status not in running:
         raise Conflict(f"{what} [{entity_id}] is {status}; only a {' or '.join(running)} "
-                       f"{what.lower()} can be cancelled")
-    return json_response({f"{what.lower()}_id": entity_id, "status": "CANCELLING",
+                       f"{noun or what.lower()} can be cancelled")
+    return json_response({id_key or f"{what.lower()}_id": entity_id, "status": "CANCELLING",
                           "message": "The job stops within seconds and ends ERROR "
                                      "(cancelled by the user)"})
 

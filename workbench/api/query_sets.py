@@ -1,4 +1,5 @@
-"""Query sets: ``PUT`` (manual), ``POST`` (sampled from UBI), list, get, ``_search``, delete."""
+"""Query sets: ``PUT`` (manual, or generated from an index's documents by a job:
+workbench/querygen), ``POST`` (sampled from UBI), list, get, ``_search``, delete."""
 
 from __future__ import annotations
 
@@ -7,8 +8,10 @@ from typing import Any
 from flask import Blueprint, Response
 
 from workbench.api import json_body, services
-from workbench.api.creates import QUERY_SET, Create
+from workbench.api.creates import GENERATED_QUERY_SET, QUERY_SET, Create
 from workbench.api.entities import (
+    cancel_if_running,
+    cancel_job,
     delete_entity,
     get_entity,
     list_entities,
@@ -18,19 +21,26 @@ from workbench.api.entities import (
     search_entities,
 )
 from workbench.errors import Conflict
+from workbench.querygen.job import check_source, new_generated_set
 from workbench.querysets import sampling
 from workbench.schemas.body import load
-from workbench.schemas.query_sets import ManualQuerySetSchema, SampledQuerySetSchema
+from workbench.schemas.query_sets import (
+    GeneratedQuerySetSchema,
+    ManualQuerySetSchema,
+    SampledQuerySetSchema,
+    is_generated,
+)
 from workbench.store.indices import QUERY_SET_INDEX
 from workbench.store.repository import now_iso
 
 INDEX = QUERY_SET_INDEX
+RUNNING = ("PROCESSING",)
 
 bp = Blueprint("query_sets", __name__, url_prefix="/query_sets")
 
 
 def _store(create: Create, body: dict[str, Any], fields: dict[str, Any],
-           entries: list[dict[str, Any]]) -> Response:
+           entries: list[dict[str, Any]], kind: str) -> Response:
     doc = {
         "id": create.id,
         "name": fields["name"],
@@ -38,6 +48,7 @@ def _store(create: Create, body: dict[str, Any], fields: dict[str, Any],
         "sampling": fields["sampling"],
         "timestamp": now_iso(),
         "querySetQueries": entries,
+        "type": kind,
     }
     result = create.store(repository(INDEX), doc, body)
     return create.answer({"query_set_id": doc["id"],
@@ -53,9 +64,25 @@ def _maximum() -> int:
 def put_query_set() -> Response:
     body = json_body()
     assert body is not None
+    if is_generated(body):
+        return _generate(body)
     create = Create(QUERY_SET)
     fields = load(ManualQuerySetSchema(maximum=_maximum()), body)
-    return _store(create, body, fields, fields["querySetQueries"])
+    return _store(create, body, fields, fields["querySetQueries"], "manual_query_set")
+
+
+def _generate(body: dict[str, Any]) -> Response:
+    """A generated set: checked (the index and its context fields must exist), stored
+    PROCESSING with no queries, and its job queued (docs/cold-start.md)."""
+    create = Create(GENERATED_QUERY_SET)
+    fields = load(GeneratedQuerySetSchema(maximum=_maximum()), body)
+    client = services().client
+    check_source(client, fields["index"], fields["contextFields"],
+                           fields["stratifyField"])
+    doc = new_generated_set(create.id, fields)
+    result = create.store(repository(INDEX), doc, body)  # and queues its job
+    return create.answer({"query_set_id": doc["id"],
+                          "query_set_result": str(result["result"]).upper()})
 
 
 @bp.post("")
@@ -75,7 +102,7 @@ def post_query_set() -> Response:
     else:
         queries = sampling.pptss(client, index, size)
     entries = [{"queryText": q, "customFields": {}} for q in queries]
-    return _store(create, body, fields, entries)
+    return _store(create, body, fields, entries, "ubi_query_set")
 
 
 @bp.get("")
@@ -96,4 +123,11 @@ def get_query_set(entity_id: str) -> Response:
 @bp.delete("/<entity_id>")
 def delete_query_set(entity_id: str) -> Response:
     refuse_if_used("querySetId", entity_id, "query set")
+    cancel_if_running(INDEX, entity_id, RUNNING)  # a set being generated: its job stops
     return delete_entity(repository(INDEX), entity_id)
+
+
+@bp.post("/<entity_id>/_cancel")
+def cancel_query_set(entity_id: str) -> Response:
+    return cancel_job(INDEX, entity_id, "QuerySet", RUNNING, id_key="query_set_id",
+                      noun="query set")

@@ -48,6 +48,24 @@ def add_commands(sub: Any) -> None:
     create.add_argument("--description")
     create.add_argument("--format", choices=("auto", "text", "json", "ndjson"), default="auto")
 
+    gen = qs.add_parser("generate", parents=[conn],
+                        help="generate a query set from an index's documents (an LLM, or the "
+                             "reference generator with --reference)")
+    gen.add_argument("--index", required=True, help="the index whose documents are sampled")
+    gen.add_argument("--name", required=True)
+    gen.add_argument("--description")
+    source = gen.add_mutually_exclusive_group(required=True)
+    source.add_argument("--model", help="the model that writes the queries (modelId)")
+    source.add_argument("--reference", action="store_true",
+                        help="queries from the documents' own fields, no model")
+    gen.add_argument("--queries", type=int, default=100,
+                     help="how many documents to sample, one query each (default 100)")
+    gen.add_argument("--context-fields", help="comma-separated fields the generator reads")
+    gen.add_argument("--categories", help="comma-separated: lexical, semantic (default both)")
+    gen.add_argument("--seed", type=int, default=0, help="the draw of documents (default 0)")
+    gen.add_argument("--stratify-field", help="a keyword field to spread the draw over")
+    gen.add_argument("--no-wait", action="store_true", help="print the id and return")
+
     jd = sub.add_parser("judgments", help="judgment lists").add_subparsers(
         dest="action", required=True)
     imp = jd.add_parser("import", parents=[conn],
@@ -186,6 +204,7 @@ def run(args: argparse.Namespace) -> int:
                              verify=not args.insecure)
     handler = {
         ("query-set", "create"): _query_set_create,
+        ("query-set", "generate"): _query_set_generate,
         ("judgments", "import"): _judgments_import,
         ("search-config", "create"): _search_config_create,
         ("experiment", "run"): _experiment_run,
@@ -223,6 +242,59 @@ def _query_set_create(client: WorkbenchClient, args: argparse.Namespace) -> int:
     err.print(f"query set {args.name!r}: {len(queries)} queries")
     print(answer["query_set_id"])
     return 0
+
+
+def _query_set_generate(client: WorkbenchClient, args: argparse.Namespace) -> int:
+    body: dict[str, Any] = {
+        "name": args.name, "index": args.index, "numberOfQueryTerms": args.queries,
+        "sampling": "reference_random" if args.reference else "llm_random", "seed": args.seed}
+    if args.model:
+        body["modelId"] = args.model
+    for key, value in (("description", args.description),
+                       ("stratifyField", args.stratify_field)):
+        if value:
+            body[key] = value
+    for key, value in (("contextFields", args.context_fields),
+                       ("categories", args.categories)):
+        if value:
+            body[key] = [v.strip() for v in value.split(",") if v.strip()]
+    query_set_id = client.srw("PUT", "/query_sets", body)["query_set_id"]
+    by = "the reference generator" if args.reference else f"model {args.model}"
+    err.print(f"query set {args.name!r}: {args.queries} documents of {args.index}, queries by "
+              f"{by}")
+    print(query_set_id)
+    if args.no_wait:
+        return 0
+    doc = wait_with_progress(client, "query_sets", query_set_id, "generating", args.timeout)
+    if doc.get("status") != "COMPLETED":
+        reason = (doc.get("metadata") or {}).get("error") or "no reason given"
+        err.print(f"query set {query_set_id} ended {doc.get('status')}: {reason}",
+                  soft_wrap=True, markup=False)
+        return 1
+    err.print(generation_line(doc), soft_wrap=True, markup=False)
+    return 0
+
+
+def generation_line(doc: dict[str, Any]) -> str:
+    """One line saying what a generated set holds and what its generation cost."""
+    entries = doc.get("querySetQueries") or []
+    kinds: dict[str, int] = {}
+    for entry in entries:
+        kind = str((entry.get("customFields") or {}).get("category") or "?")
+        kinds[kind] = kinds.get(kind, 0) + 1
+    made = doc.get("generation") or {}
+    parts = [f"{len(entries)} queries (" + ", ".join(f"{k} {n}" for k, n in sorted(kinds.items()))
+             + f") from {made.get('documents', '?')} documents"]
+    if made.get("duplicates"):
+        parts.append(f"{made['duplicates']} duplicates dropped")
+    if made.get("failedDocuments"):
+        parts.append(f"{made['failedDocuments']} documents failed: "
+                     f"{made.get('lastFailureReason')}")
+    usage = made.get("usage")
+    if usage:
+        parts.append(f"{usage['llmCalls']} LLM calls, {usage['inputTokens']} input and "
+                     f"{usage['outputTokens']} output tokens")
+    return "; ".join(parts)
 
 
 def _judgments_import(client: WorkbenchClient, args: argparse.Namespace) -> int:

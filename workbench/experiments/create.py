@@ -9,7 +9,6 @@ from typing import Any
 
 from opensearchpy import OpenSearch
 
-from workbench.querysets.entries import QueryEntry, read_entries
 from workbench.schemas.body import load
 from workbench.schemas.experiments import Lookups, experiment_schema
 from workbench.store.identity import carry
@@ -25,9 +24,8 @@ def lookups(client: OpenSearch, body: dict[str, Any] | None = None) -> Lookups:
     The ids ``body`` names are all read at once, in parallel (each read on its own is a round
     trip the create would otherwise wait for in turn); any other id is read when asked for."""
 
-    def query_set(query_set_id: str) -> list[QueryEntry] | None:
-        source = Repository(client, QUERY_SET_INDEX).get_source(query_set_id)
-        return None if source is None else read_entries(source)
+    def query_set(query_set_id: str) -> dict[str, Any] | None:
+        return Repository(client, QUERY_SET_INDEX).get_source(query_set_id, ["status"])
 
     def judgment(judgment_id: str) -> dict[str, Any] | None:
         return Repository(client, JUDGMENT_INDEX).get_source(judgment_id, ["status"])

@@ -39,6 +39,7 @@ from workbench.store.indices import (
     EXPERIMENT_INDEX,
     HISTORY_INDEX,
     JUDGMENT_INDEX,
+    QUERY_SET_INDEX,
 )
 from workbench.store.repository import Repository
 from workbench.telemetry import instruments
@@ -66,6 +67,11 @@ WATCHED: dict[str, tuple[str, dict[str, str], str]] = {
         "status",
         {"PROCESSING": "workbench.experiments.scheduled_run"},
         "ctx._source.status = 'ERROR'; ctx._source.results = ['error': params.reason];",
+    ),
+    QUERY_SET_INDEX: (
+        "status",
+        {"PROCESSING": "workbench.querygen.generate"},
+        "ctx._source.status = 'ERROR'; ctx._source.metadata = ['error': params.reason];",
     ),
     EVALUATE_BATCH_INDEX: (
         "status",

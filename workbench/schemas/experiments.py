@@ -29,9 +29,10 @@ TYPES = (PAIRWISE, POINTWISE, HYBRID)
 @dataclass(frozen=True)
 class Lookups:
     """The reads an experiment's body needs; each answers None for an id that does not exist.
-    ``query_set``: the set's queries; ``judgment``: the judgment's ``status`` field at least."""
+    ``query_set`` and ``judgment``: the entity's ``status`` field at least (a query set made by
+    hand or sampled has none)."""
 
-    query_set: Callable[[str], list[Any] | None]
+    query_set: Callable[[str], dict[str, Any] | None]
     search_configuration: Callable[[str], dict[str, Any] | None]
     judgment: Callable[[str], dict[str, Any] | None]
 
@@ -105,9 +106,16 @@ class _Size(Step):
 class _QuerySet(_Lookup):
     def check(self, value: Any) -> str:
         query_set_id = _entity_id(value, "QuerySet")
-        entries = self.rules.query_set(query_set_id)
-        if entries is None:
+        query_set = self.rules.query_set(query_set_id)
+        if query_set is None:
             raise ValidationError(f"QuerySet [{query_set_id}] does not exist")
+        status = query_set.get("status")
+        if status == "PROCESSING":
+            raise ValidationError(f"QuerySet [{query_set_id}] is still being generated (status "
+                                  "PROCESSING); run the experiment once it is COMPLETED")
+        if status not in (None, "COMPLETED"):
+            raise ValidationError(f"QuerySet [{query_set_id}] has no queries to run: its "
+                                  f"generation ended {status}")
         # A set with no queries (sampled from UBI data that has none) is accepted, as by the
         # plugin: the experiment completes with no results.
         return query_set_id

@@ -12,10 +12,20 @@ from marshmallow import ValidationError
 
 from workbench.errors import BadRequest
 from workbench.schemas import request_json
-from workbench.schemas.body import BodyField, BodySchema, NamedBodySchema, Text, string_field
+from workbench.schemas.body import (
+    BodyField,
+    BodySchema,
+    NamedBodySchema,
+    Step,
+    StepSchema,
+    Text,
+    string_field,
+)
 from workbench.schemas.javafmt import java_string
 from workbench.schemas.text import (
+    DESCRIPTION_LIMIT,
     LEGACY_LIMIT,
+    NAME_LIMIT,
     query_set_key_error,
     query_set_value_error,
 )
@@ -170,6 +180,142 @@ class SampledQuerySetSchema(BodySchema):
     querySetSize = _Size(data_key="querySetSize", load_default=DEFAULT_SIZE)
     ubiQueriesIndex = _UbiIndex(data_key="ubiQueriesIndex")
     sampling = _Sampler(data_key="sampling", load_default="pptss")
+
+    def __init__(self, maximum: int, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.maximum = maximum
+
+
+# -- generated from an index (docs/cold-start.md) -------------------------------------------------
+
+#: ``sampling`` of a set an LLM generates from an index's documents: the plugin branch's constant
+#: and the meta issue's name for it
+LLM_SAMPLERS = ("llm_random", "llm_generated")
+#: ``sampling`` of a set the reference generator builds from the documents' own fields (a
+#: workbench extension: no model, deterministic, free)
+REFERENCE_SAMPLER = "reference_random"
+GENERATED_SAMPLERS = (*LLM_SAMPLERS, REFERENCE_SAMPLER)
+CATEGORIES = ("lexical", "semantic")
+DEFAULT_QUERY_TERMS = 100
+MAX_CONTEXT_FIELDS = 32
+
+
+def is_generated(body: Any) -> bool:
+    """Whether a ``PUT /query_sets`` body asks for a generated set (else it is a manual one)."""
+    return isinstance(body, dict) and body.get("sampling") in GENERATED_SAMPLERS
+
+
+class _Required(BodyField):
+    """A required non-blank string (``index``, ``modelId``), stripped."""
+
+    def check(self, value: Any) -> str:
+        text = string_field(value, str(self.data_key))
+        if text is None or not text.strip():
+            raise ValidationError(f"{self.data_key} is required")
+        return text.strip()
+
+
+class _ModelId(Step):
+    """``modelId``: required for an LLM sampler, refused for the reference generator (which
+    asks no model, so a model named there is a mistake worth saying)."""
+
+    def check(self, value: Any) -> str | None:
+        sampler = self.loaded.get("sampling")
+        text = string_field(value, "modelId")
+        if sampler == REFERENCE_SAMPLER:
+            if text:
+                raise ValidationError(f"modelId is not used by sampling {REFERENCE_SAMPLER}: it "
+                                      "asks no model")
+            return None
+        if text is None or not text.strip():
+            raise ValidationError(f"modelId is required for sampling {sampler}")
+        return text.strip()
+
+
+class _QueryTerms(BodyField):
+    """``numberOfQueryTerms``: how many queries to generate (one per sampled document), at most
+    the ``query_set.maximum`` setting, as a sampled set's size."""
+
+    def check(self, value: Any) -> int:
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or value != int(value):
+            raise ValidationError("numberOfQueryTerms must be an integer")
+        count = int(value)
+        if count <= 0:
+            raise ValidationError(f"numberOfQueryTerms must be a positive integer, got: {count}")
+        if count > self.parent.maximum:  # type: ignore[union-attr]
+            raise QuerySetLimitExceeded()
+        return count
+
+
+class _Strings(BodyField):
+    """A list of distinct non-blank strings (``contextFields``, ``categories``)."""
+
+    def __init__(self, allowed: tuple[str, ...] | None = None, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.allowed = allowed
+
+    def check(self, value: Any) -> list[str]:
+        name = str(self.data_key)
+        if not isinstance(value, list) or not all(isinstance(v, str) and v.strip()
+                                                  for v in value):
+            raise ValidationError(f"{name} must be a list of non-empty strings")
+        items = list(dict.fromkeys(v.strip() for v in value))
+        if len(items) > MAX_CONTEXT_FIELDS:
+            raise ValidationError(f"{name} must have at most {MAX_CONTEXT_FIELDS} entries")
+        if self.allowed is not None:
+            unknown = [v for v in items if v not in self.allowed]
+            if unknown:
+                raise ValidationError(f"{name} [{', '.join(unknown)}] are not supported; "
+                                      f"expected any of [{', '.join(self.allowed)}]")
+            if not items:
+                raise ValidationError(f"{name} must name at least one of "
+                                      f"[{', '.join(self.allowed)}]")
+        return items
+
+
+class _Seed(BodyField):
+    def check(self, value: Any) -> int:
+        if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 2**31:
+            raise ValidationError("seed must be an integer from 0 to 2147483647")
+        return value
+
+
+class _GeneratedSampling(Step):
+    def check(self, value: Any) -> str:
+        if value not in GENERATED_SAMPLERS:
+            raise ValidationError(f"Unknown sampler type: {value}")
+        assert isinstance(value, str)
+        return value
+
+
+class _OptionalField(BodyField):
+    """``stratifyField``: absent or null is none; else a non-blank string."""
+
+    def check(self, value: Any) -> str | None:
+        text = string_field(value, str(self.data_key))
+        if text is not None and not text.strip():
+            raise ValidationError(f"{self.data_key} must not be blank")
+        return None if text is None else text.strip()
+
+
+class GeneratedQuerySetSchema(StepSchema):
+    """``PUT /query_sets`` with ``sampling`` ``llm_random`` (or ``llm_generated``, the same) or
+    ``reference_random``: queries generated from the documents of ``index`` (stored as
+    ``sourceIndex``). ``seed`` and ``stratifyField`` are workbench extensions; whether the index
+    and its ``contextFields`` exist is checked against the cluster by the route."""
+
+    name = Text("name", NAME_LIMIT)
+    description = Text("description", DESCRIPTION_LIMIT, optional=True)
+    sampling = _GeneratedSampling(data_key="sampling")
+    index = _Required(data_key="index")
+    modelId = _ModelId(data_key="modelId")
+    numberOfQueryTerms = _QueryTerms(data_key="numberOfQueryTerms",
+                                     load_default=DEFAULT_QUERY_TERMS)
+    contextFields = _Strings(data_key="contextFields", load_default=[])
+    categories = _Strings(allowed=CATEGORIES, data_key="categories",
+                          load_default=list(CATEGORIES))
+    seed = _Seed(data_key="seed", load_default=0)
+    stratifyField = _OptionalField(data_key="stratifyField")
 
     def __init__(self, maximum: int, **kwargs: Any) -> None:
         super().__init__(**kwargs)

@@ -30,7 +30,11 @@ from workbench.schemas.evaluate_workbench import WorkbenchEvaluateSchema
 from workbench.schemas.judgment_ratings import CompareRules, CompareSchema, RatingEditsSchema
 from workbench.schemas.ml_predict import PredictSchema
 from workbench.schemas.models import ModelChangesSchema, ModelSchema
-from workbench.schemas.query_sets import ManualQuerySetSchema, SampledQuerySetSchema
+from workbench.schemas.query_sets import (
+    GeneratedQuerySetSchema,
+    ManualQuerySetSchema,
+    SampledQuerySetSchema,
+)
 from workbench.schemas.schedules import ScheduleSchema
 from workbench.schemas.search_configurations import SearchConfigurationSchema
 
@@ -119,7 +123,8 @@ JUDGMENT_MEMBERS = {judgments.LLM: "LlmJudgment", judgments.UBI: "UbiJudgment",
 
 
 def bodies() -> Iterator[Body]:
-    yield Body("put", "/query_sets", (ManualQuerySetSchema(maximum=1),))
+    yield Body("put", "/query_sets", (ManualQuerySetSchema(maximum=1),), "ManualQuerySet")
+    yield Body("put", "/query_sets", (GeneratedQuerySetSchema(maximum=1),), "GeneratedQuerySet")
     yield Body("post", "/query_sets", (SampledQuerySetSchema(maximum=1),))
     yield Body("put", "/search_configurations", (SearchConfigurationSchema(query_check=_nothing),))
     for judgment_type, member in JUDGMENT_MEMBERS.items():
