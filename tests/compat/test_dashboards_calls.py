@@ -306,6 +306,35 @@ def test_the_whole_dashboards_journey(api: Api, worker: Worker, llm: LLMServer,
     assert api.call("GET", f"{SRW}/experiments/{pointwise_id}").status == 404
 
 
+def test_a_generated_query_set_in_the_query_set_views(api: Api, worker: Worker,
+                                                     catalogue: str) -> None:
+    """A set generated from an index (docs/cold-start.md) as the query-set list, its detail
+    view and the experiment form's combo box read it: while it is generated (no queries yet)
+    and once it is COMPLETED."""
+    created = osd(api, "PUT", f"{SRW}/query_sets", {
+        "name": "OSD generated", "sampling": "reference_random", "index": catalogue,
+        "numberOfQueryTerms": 4, "contextFields": ["title"]})
+    assert set(created) == {"query_set_id", "query_set_result"}
+    query_set_id = created["query_set_id"]
+    deadline = time.monotonic() + 120
+    while True:
+        listed = osd(api, "GET", f"{SRW}/query_sets")["hits"]["hits"]
+        mine = next(h["_source"] for h in listed if h["_id"] == query_set_id)
+        # the list's columns, and Object.keys(querySetQueries).length as the query count
+        assert {"id", "name", "sampling", "description", "timestamp",
+                "querySetQueries"} <= set(mine)
+        assert isinstance(mine["querySetQueries"], list)
+        if mine["status"] == "COMPLETED" or time.monotonic() > deadline:
+            break
+        time.sleep(0.3)
+    assert mine["status"] == "COMPLETED" and mine["sampling"] == "reference_random"
+    detail = single_hit(osd(api, "GET", f"{SRW}/query_sets/{query_set_id}"))
+    assert detail["querySetQueries"] and all(
+        isinstance(q["queryText"], str) and q["queryText"] and isinstance(q["customFields"], dict)
+        for q in detail["querySetQueries"])
+    osd(api, "DELETE", f"{SRW}/query_sets/{query_set_id}")
+
+
 def test_retry_from_the_judgment_view_of_a_judgment_with_failed_queries(
         api: Api, worker: Worker, llm: LLMServer, catalogue: str) -> None:
     """Dashboards (SRW plugin after 3.8) shows Retry when ``metadata.failedQueries > 0`` and

@@ -5,6 +5,7 @@ and with llama.cpp's server (``test_a_real_model_writes_the_queries``)."""
 
 from __future__ import annotations
 
+import json
 import time
 import uuid
 from collections.abc import Iterator
@@ -14,9 +15,10 @@ import pytest
 from opensearchpy import OpenSearch
 
 from tests.conftest import JUDGE_MODEL
+from tests.integration.test_cli_loop import cli, ok
 from tests.support.api import Api
 from tests.support.llm_server import LLMServer
-from tests.support.processes import Worker
+from tests.support.processes import Server, Worker
 from workbench.schemas.text import query_set_value_error
 
 INDEX = "search-relevance-queryset"
@@ -271,3 +273,44 @@ def test_a_real_model_writes_the_queries(api: Api, worker: Worker, direct: OpenS
         assert not set(entry["queryText"]) & set("#:\n")
         assert entry["customFields"]["category"] in ("lexical", "semantic")
         assert entry["customFields"]["sourceDocId"] in ids
+
+
+# -- the command line ---------------------------------------------------------------------------
+
+def test_generate_then_known_item_judgments_from_the_command_line(
+        server: Server, env: dict[str, str], api: Api, worker: Worker, direct: OpenSearch,
+        catalogue: str) -> None:
+    """``query-set generate --reference`` then ``judgments known-items``: a pointwise
+    experiment's MRR is then the known-item MRR, recomputed here from the stored rankings."""
+    made = cli(server, env, "query-set", "generate", "--index", catalogue, "--name", unique(),
+               "--reference", "--queries", "6", "--context-fields", "title,brand")
+    query_set_id = ok(made).strip()
+    assert made.stderr.splitlines()[0] == (
+        f"query set {made.args[made.args.index('--name') + 1]!r}: 6 documents of {catalogue}, "
+        "queries by the reference generator")
+    assert made.stderr.splitlines()[-1].startswith("6 queries (reference 6) from 6 documents")
+    judged = cli(server, env, "judgments", "known-items", query_set_id, "--name", unique())
+    judgment_id = ok(judged).strip()
+    assert "the source documents of 6 queries" in judged.stderr
+    config = api.srw("PUT", "/search_configurations", {
+        "name": unique(), "index": catalogue,
+        "query": '{"query": {"match": {"title": "%SearchText%"}}}'}).json[
+        "search_configuration_id"]
+    experiment = api.srw("PUT", "/experiments", {
+        "type": "POINTWISE_EVALUATION", "querySetId": query_set_id,
+        "searchConfigurationList": [config], "judgmentList": [judgment_id], "size": 10}).json[
+        "experiment_id"]
+    summary = ok(cli(server, env, "experiment", "summary", experiment, "--json"))
+    mean_rr = json.loads(summary)["configurations"][0]["metrics"]["MRR"]["mean"]
+    entries = finished(direct, query_set_id)["querySetQueries"]
+    source_of = {e["queryText"]: e["customFields"]["sourceDocId"] for e in entries}
+    direct.indices.refresh(index="search-relevance-evaluation-result")
+    results = direct.search(index="search-relevance-evaluation-result", body={
+        "size": 100, "query": {"term": {"experimentId": experiment}}})["hits"]["hits"]
+    ranks = []
+    for hit in results:
+        ids = hit["_source"]["documentIds"]
+        source = source_of[hit["_source"]["searchText"]]
+        ranks.append(1 / (ids.index(source) + 1) if source in ids[:10] else 0.0)
+    assert len(ranks) == 6
+    assert mean_rr == pytest.approx(sum(ranks) / 6, abs=1e-12)

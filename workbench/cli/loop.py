@@ -66,6 +66,11 @@ def add_commands(sub: Any) -> None:
     gen.add_argument("--stratify-field", help="a keyword field to spread the draw over")
     gen.add_argument("--no-wait", action="store_true", help="print the id and return")
 
+    show_qs = qs.add_parser("show", parents=[conn],
+                            help="a query set's queries; a generated one is waited for, and "
+                                 "what its generation made and cost is said")
+    show_qs.add_argument("query_set")
+
     jd = sub.add_parser("judgments", help="judgment lists").add_subparsers(
         dest="action", required=True)
     imp = jd.add_parser("import", parents=[conn],
@@ -80,6 +85,14 @@ def add_commands(sub: Any) -> None:
     imp.add_argument("--qid-as-query", action="store_true",
                      help="qrels: the qid column is the query text itself")
     imp.add_argument("--no-wait", action="store_true")
+    known = jd.add_parser("known-items", parents=[conn],
+                          help="judgments of a generated query set: each query's source "
+                               "document rated relevant (known-item evaluation: MRR is then "
+                               "the mean reciprocal rank of the document the query was made "
+                               "from)")
+    known.add_argument("query_set")
+    known.add_argument("--name", required=True)
+    known.add_argument("--description")
     show_j = jd.add_parser("show", parents=[conn],
                            help="a judgment's status and counters, and for an LLM judgment "
                                 "its failed queries with the reasons (waiting while it runs)")
@@ -205,12 +218,14 @@ def run(args: argparse.Namespace) -> int:
     handler = {
         ("query-set", "create"): _query_set_create,
         ("query-set", "generate"): _query_set_generate,
+        ("query-set", "show"): _query_set_show,
         ("judgments", "import"): _judgments_import,
         ("search-config", "create"): _search_config_create,
         ("experiment", "run"): _experiment_run,
         ("experiment", "summary"): _experiment_summary,
         ("experiment", "label-sample"): _label_sample,
         ("judgments", "show"): _judgments_show,
+        ("judgments", "known-items"): _judgments_known_items,
         ("judgments", "retry"): _judgments_retry,
         ("export", "run"): _export_run,
         ("export", "qrels"): _export_qrels,
@@ -275,6 +290,17 @@ def _query_set_generate(client: WorkbenchClient, args: argparse.Namespace) -> in
     return 0
 
 
+def _query_set_show(client: WorkbenchClient, args: argparse.Namespace) -> int:
+    doc = wait_with_progress(client, "query_sets", args.query_set, "generating", args.timeout)
+    for entry in doc.get("querySetQueries") or []:
+        print(entry.get("queryText", ""))
+    if doc.get("status") not in (None, "COMPLETED"):
+        return _ended(doc, "query set")
+    if doc.get("generation"):
+        err.print(generation_line(doc), soft_wrap=True, markup=False)
+    return 0
+
+
 def generation_line(doc: dict[str, Any]) -> str:
     """One line saying what a generated set holds and what its generation cost."""
     entries = doc.get("querySetQueries") or []
@@ -283,10 +309,13 @@ def generation_line(doc: dict[str, Any]) -> str:
         kind = str((entry.get("customFields") or {}).get("category") or "?")
         kinds[kind] = kinds.get(kind, 0) + 1
     made = doc.get("generation") or {}
-    parts = [f"{len(entries)} queries (" + ", ".join(f"{k} {n}" for k, n in sorted(kinds.items()))
+    parts = [f"{len(entries)} {'query' if len(entries) == 1 else 'queries'} ("
+             + ", ".join(f"{k} {n}" for k, n in sorted(kinds.items()))
              + f") from {made.get('documents', '?')} documents"]
     if made.get("duplicates"):
         parts.append(f"{made['duplicates']} duplicates dropped")
+    if made.get("refusedQueries"):
+        parts.append(f"{made['refusedQueries']} answers broke the query-text rules")
     if made.get("failedDocuments"):
         parts.append(f"{made['failedDocuments']} documents failed: "
                      f"{made.get('lastFailureReason')}")
@@ -313,6 +342,37 @@ def _judgments_import(client: WorkbenchClient, args: argparse.Namespace) -> int:
         return 0
     doc = wait_with_progress(client, "judgments", judgment_id, "importing", args.timeout)
     return _ended(doc, "judgment")
+
+
+def _judgments_known_items(client: WorkbenchClient, args: argparse.Namespace) -> int:
+    doc = client.get("query_sets", args.query_set)
+    if doc.get("status") not in (None, "COMPLETED"):
+        raise formats.FormatError(f"query set {args.query_set} is {doc.get('status')}; "
+                                  "wait until it is COMPLETED")
+    ratings = known_item_ratings(doc.get("querySetQueries") or [])
+    if not ratings:
+        raise formats.FormatError(f"query set {args.query_set} has no query with a source "
+                                  "document (sourceDocId): it was not generated from an index")
+    body = {"name": args.name, "type": "IMPORT_JUDGMENT", "judgmentRatings": ratings}
+    if args.description:
+        body["description"] = args.description
+    judgment_id = client.srw("PUT", "/judgments", body)["judgment_id"]
+    err.print(f"judgments {args.name!r}: the source documents of {len(ratings)} queries")
+    print(judgment_id)
+    doc = wait_with_progress(client, "judgments", judgment_id, "importing", args.timeout)
+    return _ended(doc, "judgment")
+
+
+def known_item_ratings(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``judgmentRatings`` rating each generated query's source document 1 (nothing else is
+    rated: every other hit counts as not relevant, as in known-item evaluation)."""
+    out = []
+    for entry in entries:
+        source = (entry.get("customFields") or {}).get("sourceDocId")
+        if source:
+            out.append({"query": entry["queryText"],
+                        "ratings": [{"docId": source, "rating": "1"}]})
+    return out
 
 
 def _judgments_show(client: WorkbenchClient, args: argparse.Namespace) -> int:
