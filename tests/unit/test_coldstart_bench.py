@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -15,6 +16,7 @@ from scripts.bench.coldstart import (
     CONFIGURATIONS,
     bootstrap_tau,
     bound_ratio,
+    markdown,
     ndcg_at_k,
     on_shipped_scale,
     reciprocal_rank,
@@ -114,3 +116,13 @@ def test_configurations_really_differ_and_render() -> None:
     for body in CONFIGURATIONS.values():
         text = json.dumps(render(body, 'say "hi"\\'))
         assert "%SearchText%" not in text and 'say \\"hi\\"\\\\' in text
+
+
+def test_the_page_quotes_the_recorded_run() -> None:
+    """docs/performance.md holds the tables of scripts/bench/results/coldstart.json, so its
+    figures cannot go stale."""
+    repo = Path(__file__).resolve().parents[2]
+    report = json.loads((repo / "scripts/bench/results/coldstart.json").read_text())
+    page = (repo / "docs" / "performance.md").read_text()
+    for table in markdown(report).split("\n\n"):
+        assert table in page
