@@ -20,6 +20,7 @@ from typing import Any
 
 from opensearchpy import OpenSearch
 
+from scripts.paths import output
 from tests.support import services
 from tests.support.api import Api
 from tests.support.processes import Server, Worker, base_env
@@ -63,8 +64,13 @@ class Result:
 class Bench:
     """The environment one benchmark run shares: services, clients, processes it started."""
 
-    def __init__(self, quick: bool = False) -> None:
+    def __init__(self, quick: bool = False, out: Path | None = None,
+                 options: dict[str, Any] | None = None) -> None:
         self.quick = quick
+        #: the report folder (a benchmark with more figures than the report writes them there)
+        self.out = out or output("bench")
+        #: the options of one benchmark (``--llm-url``...), as the command line gave them
+        self.options = dict(options or {})
         self.opensearch_url = services.opensearch_url()
         self.redis_url = services.redis_url()
         self.queue = f"bench-{uuid.uuid4().hex[:8]}"

@@ -1,8 +1,9 @@
 """Run the benchmarks and write ``report.md`` and ``report.json``.
 
     workbench bench [--only ubi,llm,llama,pointwise,passthrough,metrics,redaction,scale,memory,
-                           ab_search,ab_results]
+                           ab_search,ab_results,coldstart]
                     [--quick] [--out DIR]
+                    [--generators reference,llm] [--llm-url URL] [--llm-queries N] [--data DIR]
 
 Services come from OPENSEARCH_URL / REDIS_URL or are started as for the tests.
 """
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 import time
 from pathlib import Path
@@ -19,7 +21,7 @@ from scripts.bench.common import Bench, Result, machine, previous_results, write
 from scripts.paths import output
 
 BENCHMARKS = ("metrics", "redaction", "passthrough", "pointwise", "llm", "llama", "ubi",
-              "scale", "memory", "ab_search", "ab_results")
+              "scale", "memory", "ab_search", "ab_results", "coldstart")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -30,12 +32,26 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", default=str(output("bench")),
                         help="report folder (default $WORKBENCH_HOME/output/bench; the figures "
                              "docs/performance.md quotes are in scripts/bench/results)")
+    coldstart = parser.add_argument_group("coldstart (a generated query set against real ones)")
+    coldstart.add_argument("--generators", default="reference,llm",
+                           help="query set generators to measure (default reference,llm)")
+    coldstart.add_argument("--llm-url", help="the OpenAI-compatible base URL of the generating "
+                                             "model (default $LLAMA_URL, else "
+                                             "http://127.0.0.1:9600/v1, scripts/llama.sh)")
+    coldstart.add_argument("--llm-queries", type=int,
+                           help="documents (one query each) the LLM generator is given "
+                                "(default 60; the reference generator always gets 150)")
+    coldstart.add_argument("--data", default=os.environ.get("WORKBENCH_DATA_DIR"),
+                           help="folder with esci/ and ubi-sample/ (default $WORKBENCH_DATA_DIR, "
+                                "else the demo data shipped in workbench/demo/data)")
     args = parser.parse_args(argv)
     chosen = args.only.split(",") if args.only else list(BENCHMARKS)
     unknown = set(chosen) - set(BENCHMARKS)
     if unknown:
         parser.error(f"unknown benchmark(s): {', '.join(sorted(unknown))}")
-    bench = Bench(quick=args.quick)
+    bench = Bench(quick=args.quick, out=Path(args.out), options={
+        "generators": args.generators, "llm_url": args.llm_url,
+        "llm_queries": args.llm_queries, "data": args.data})
     results: list[Result] = []
     try:
         for name in chosen:
@@ -49,7 +65,10 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         bench.close()
     command = "workbench bench" + (f" --only {args.only}" if args.only else "") + \
-        (" --quick" if args.quick else "")
+        (" --quick" if args.quick else "") + \
+        (f" --generators {args.generators}" if args.generators != "reference,llm" else "") + \
+        (f" --llm-url {args.llm_url}" if args.llm_url else "") + \
+        (f" --llm-queries {args.llm_queries}" if args.llm_queries else "")
     date = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     kept, earlier = previous_results(Path(args.out), set(chosen)) if args.only else ([], [])
     order = {name: i for i, name in enumerate(BENCHMARKS)}

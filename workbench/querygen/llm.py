@@ -99,7 +99,8 @@ class Outcome:
 
     def usage_doc(self) -> dict[str, Any]:
         return {"llmCalls": self.usage.calls, "inputTokens": self.usage.input_tokens,
-                "outputTokens": self.usage.output_tokens}
+                "outputTokens": self.usage.output_tokens,
+                "latencyMs": round(self.usage.latency_ms, 3)}
 
     def raise_if_nothing(self) -> None:
         if not self.queries:
