@@ -7,8 +7,9 @@ from typing import Any
 
 from flask import Blueprint, Response
 
-from workbench.api import json_body, services
+from workbench.api import json_body, json_response, services
 from workbench.api.creates import GENERATED_QUERY_SET, QUERY_SET, Create
+from workbench.api.deadlines import sync_deadline
 from workbench.api.entities import (
     cancel_if_running,
     cancel_job,
@@ -20,12 +21,19 @@ from workbench.api.entities import (
     repository,
     search_entities,
 )
-from workbench.errors import Conflict
-from workbench.querygen.job import check_source, new_generated_set
+from workbench.api.judgment_estimate import price_of
+from workbench.errors import BadRequest, Conflict
+from workbench.jobs.base import JobFailed
+from workbench.judges.base import OptionError
+from workbench.judges.registry import BrokenJudge, UnknownJudge
+from workbench.llm.base import LLMError
+from workbench.querygen import filter as consistency
+from workbench.querygen.job import check_source, estimate, new_generated_set
 from workbench.querysets import sampling
 from workbench.schemas.body import load
 from workbench.schemas.query_sets import (
     GeneratedQuerySetSchema,
+    GenerationRules,
     ManualQuerySetSchema,
     SampledQuerySetSchema,
     is_generated,
@@ -71,18 +79,51 @@ def put_query_set() -> Response:
     return _store(create, body, fields, fields["querySetQueries"], "manual_query_set")
 
 
+def _filter_judge(spec: dict[str, Any], model_id: str | None) -> object:
+    """The consistency filter's judge, built as the job will build it; a 400 naming
+    ``filter`` for a judge unknown or options it refuses."""
+    try:
+        return consistency.build(spec, model_id)
+    except (UnknownJudge, OptionError, BrokenJudge) as exc:
+        raise BadRequest(f"filter: {exc}") from None
+
+
+def _generated_fields(body: dict[str, Any]) -> dict[str, Any]:
+    """A generated set's body, checked (the index and its context fields must exist)."""
+    rules = GenerationRules(price_of=price_of, judge=_filter_judge)
+    fields = load(GeneratedQuerySetSchema(maximum=_maximum(), rules=rules), body)
+    check_source(services().client, fields["index"], fields["contextFields"],
+                 fields["stratifyField"])
+    return fields
+
+
 def _generate(body: dict[str, Any]) -> Response:
-    """A generated set: checked (the index and its context fields must exist), stored
-    PROCESSING with no queries, and its job queued (docs/cold-start.md)."""
+    """A generated set: checked, stored PROCESSING with no queries, and its job queued
+    (docs/cold-start.md)."""
     create = Create(GENERATED_QUERY_SET)
-    fields = load(GeneratedQuerySetSchema(maximum=_maximum()), body)
-    client = services().client
-    check_source(client, fields["index"], fields["contextFields"],
-                           fields["stratifyField"])
+    fields = _generated_fields(body)
     doc = new_generated_set(create.id, fields)
     result = create.store(repository(INDEX), doc, body)  # and queues its job
     return create.answer({"query_set_id": doc["id"],
                           "query_set_result": str(result["result"]).upper()})
+
+
+@bp.post("/_estimate")
+def estimate_query_set() -> Response:
+    """The calls, tokens and cost of a generated set before it is created: the body of the
+    ``PUT``, checked by the same code (same messages); nothing is stored, no model is called
+    (as ``judgments/_estimate``)."""
+    body = json_body()
+    assert body is not None
+    if not is_generated(body):
+        raise BadRequest("sampling must be one of [llm_random, llm_generated, reference_random] "
+                         f"to estimate a query set, got: {body.get('sampling')}")
+    fields = _generated_fields(body)
+    try:
+        with sync_deadline("query_sets/_estimate"):
+            return json_response(estimate(services(), new_generated_set("_estimate", fields)))
+    except (JobFailed, LLMError) as exc:  # what would end the job ERROR before any call
+        raise BadRequest(str(exc)) from None
 
 
 @bp.post("")

@@ -18,9 +18,17 @@ from opensearchpy.exceptions import ConflictError, NotFoundError
 from workbench.errors import BadRequest
 from workbench.jobs.base import JobFailed, keep_metadata
 from workbench.jobs.control import JobControl
-from workbench.querygen.documents import check_context_fields, sample_documents
+from workbench.judges.base import Judge, OptionError
+from workbench.judges.llm import LLMJudge
+from workbench.judges.registry import BrokenJudge, UnknownJudge
+from workbench.llm.budget import tokenizer_of
+from workbench.llm.pricing import pricing_of
+from workbench.llm.registry import resolve
+from workbench.querygen import filter as consistency
+from workbench.querygen.cost import document_tokens
+from workbench.querygen.documents import SourceDocument, check_context_fields, sample_documents
 from workbench.querygen.errors import GenerationError
-from workbench.querygen.llm import llm_queries
+from workbench.querygen.llm import categories_for, llm_queries
 from workbench.querygen.queries import as_entries, dedupe
 from workbench.querygen.reference import reference_queries
 from workbench.schemas.query_sets import REFERENCE_SAMPLER
@@ -69,7 +77,66 @@ def new_generated_set(query_set_id: str, fields: dict[str, Any]) -> dict[str, An
         doc["modelId"] = fields["modelId"]
     if fields["stratifyField"]:
         doc["stratifyField"] = fields["stratifyField"]
+    for key in ("filter", "maxTokens", "maxCost"):
+        if fields.get(key) is not None:
+            doc[key] = fields[key]
     return doc
+
+
+def _judge(svc: Services, doc: dict[str, Any]) -> Judge | None:
+    """The consistency filter's judge of a set (None without a filter); a judge that can no
+    longer be built (a plug-in uninstalled since) fails the job with the reason."""
+    spec = doc.get("filter")
+    if not spec:
+        return None
+    try:
+        return consistency.build(spec, doc.get("modelId"), svc, source=doc["sourceIndex"])
+    except (UnknownJudge, OptionError, BrokenJudge) as exc:
+        raise JobFailed(f"the consistency filter cannot be built: {exc}") from None
+
+
+def _sample(svc: Services, doc: dict[str, Any]) -> list[SourceDocument]:
+    try:
+        documents = sample_documents(
+            svc.client, doc["sourceIndex"], int(doc["numberOfQueryTerms"]),
+            int(doc.get("seed") or 0), doc.get("contextFields") or (), doc.get("stratifyField"))
+    except GenerationError as exc:
+        raise JobFailed(str(exc)) from None
+    if not documents:
+        raise JobFailed(f"index [{doc['sourceIndex']}] has no document with text to generate "
+                        "queries from")
+    return documents
+
+
+def estimate(svc: Services, doc: dict[str, Any]) -> dict[str, Any]:
+    """``POST /query_sets/_estimate``: the calls, tokens and cost of a set not yet stored
+    (``doc`` as ``new_generated_set`` makes it). It samples the documents as the job will
+    (the same seed draws the same ones) and counts each document's calls as the budget
+    reserves them (``querygen.cost``); no model is called. Assumes every document gives a
+    query (so every one is judged) and every call answers at the first try."""
+    documents = _sample(svc, doc)
+    judge = _judge(svc, doc)
+    model_id = doc.get("modelId")
+    out: dict[str, Any] = {"modelId": model_id, "documents": len(documents)}
+    if model_id is None:  # the reference generator: no model, no tokens
+        return {**out, "calls": 0, "generationCalls": 0, "filterCalls": 0, "inputTokens": 0,
+                "outputTokens": 0, "totalTokens": 0, "cost": None, "tokenizer": None}
+    model = resolve(model_id, svc.config, svc.models)
+    tokenizer = tokenizer_of(model)
+    input_tokens = output_tokens = 0
+    for document, category in zip(documents, categories_for(len(documents),
+                                                             list(doc["categories"])),
+                                  strict=True):
+        tokens_in, tokens_out = document_tokens(document, category, judge, tokenizer.count)
+        input_tokens += tokens_in
+        output_tokens += tokens_out
+    filter_calls = len(documents) if isinstance(judge, LLMJudge) else 0
+    pricing = pricing_of(model)
+    return {**out, "calls": len(documents) + filter_calls, "generationCalls": len(documents),
+            "filterCalls": filter_calls, "inputTokens": input_tokens,
+            "outputTokens": output_tokens, "totalTokens": input_tokens + output_tokens,
+            "cost": None if pricing is None else pricing.cost(input_tokens, output_tokens),
+            "tokenizer": tokenizer.name}
 
 
 def generate(svc: Services, query_set_id: str) -> None:
@@ -83,22 +150,25 @@ def generate(svc: Services, query_set_id: str) -> None:
     doc = hit["_source"]
     control = JobControl(svc, QUERY_SET_INDEX, hit, "documents", in_metadata=False)
     control.check()  # cancelled while queued
-    try:
-        documents = sample_documents(
-            svc.client, doc["sourceIndex"], int(doc["numberOfQueryTerms"]),
-            int(doc.get("seed") or 0), doc.get("contextFields") or (), doc.get("stratifyField"))
-    except GenerationError as exc:
-        raise JobFailed(str(exc)) from None
-    if not documents:
-        raise JobFailed(f"index [{doc['sourceIndex']}] has no document with text to generate "
-                        "queries from")
+    documents = _sample(svc, doc)
+    judge = _judge(svc, doc)
+    tally = None if judge is None else consistency.Tally(doc["filter"]["judge"])
     control.start(len(documents), "generating")
     generation: dict[str, Any] = {"documents": len(documents)}
     if doc["sampling"] == REFERENCE_SAMPLER:
         queries = reference_queries(documents, seed=int(doc.get("seed") or 0))
+        if judge is not None and tally is not None:
+            made = len(queries)
+            by_id = {d.id: d for d in documents}
+            queries = [q for q in queries if tally.check(judge, q.text, by_id[q.source_id])]
+            generation.update(tally.summary())
+            if made and not queries:
+                raise JobFailed(tally.nothing_kept(made))
         control.reach(len(documents))
     else:
-        outcome = llm_queries(svc, doc["modelId"], documents, list(doc["categories"]), control)
+        limits = (doc.get("maxTokens"), doc.get("maxCost"))
+        outcome = llm_queries(svc, doc["modelId"], documents, list(doc["categories"]), control,
+                              limits, judge, tally)
         try:
             outcome.raise_if_nothing()
         except JobFailed as exc:

@@ -12,6 +12,12 @@ Calls run on a thread pool bounded by ``WORKBENCH_LLM_CONCURRENCY``, as an LLM j
 so the job's wall time approaches calls x latency / concurrency; the cancel flag and the time
 limit are checked before every call. A document whose call fails is counted and its reason
 kept; the set ends ``ERROR`` only when no document gave a query.
+
+With the consistency filter (``querygen.filter``) a document's query is judged in the same task
+as it is written. With a budget (``maxTokens``/``maxCost``, ``llm.budget``) a document starts
+only once its expected tokens (``querygen.cost``: the generation call and, with the ``llm``
+filter, the judge's call) are reserved; the first document that does not fit closes the budget,
+and the documents after it are skipped (``skippedDocuments``) without a call.
 """
 
 from __future__ import annotations
@@ -24,43 +30,23 @@ from typing import Any
 
 from workbench.jobs.base import JobFailed
 from workbench.jobs.control import JobControl
-from workbench.judges.base import JudgeFailed, Usage
+from workbench.judges.base import Judge, JudgeFailed, Usage
 from workbench.judges.llm import ask
 from workbench.judges.ratings import ParseFailure
+from workbench.llm.budget import Budget, tokenizer_of
+from workbench.llm.pricing import Pricing, pricing_of
 from workbench.llm.registry import resolve
+from workbench.querygen.cost import document_tokens, usage_doc
 from workbench.querygen.documents import SourceDocument
+from workbench.querygen.filter import Tally
+from workbench.querygen.prompt import INSTRUCTIONS, RESPONSE_FORMAT, SYSTEM, user_prompt
 from workbench.querygen.queries import GeneratedQuery, normalise
 from workbench.services import Services
 
-SYSTEM = (
-    "You write the search queries real users type into a search box. Given one document of "
-    "a search index, write one query a user would type to find exactly this document. "
-    "Answer with JSON only: {\"query\": \"...\"}."
-)
-INSTRUCTIONS = {
-    "lexical": "Write a short keyword query (2 to 6 words) using words from the document, as a "
-               "user who knows what the product is called would type it.",
-    "semantic": "Write a short query (3 to 10 words) that describes what the user needs, in "
-                "other words than the document's, as a user who does not know the product's "
-                "name would type it.",
-}
-RESPONSE_FORMAT: dict[str, Any] = {
-    "type": "json_schema",
-    "json_schema": {
-        "name": "generated_query",
-        "strict": True,
-        "schema": {"type": "object", "properties": {"query": {"type": "string"}},
-                   "required": ["query"], "additionalProperties": False},
-    },
-}
+__all__ = ["INSTRUCTIONS", "RESPONSE_FORMAT", "SYSTEM", "Outcome", "categories_for",
+           "llm_queries", "read_query", "user_prompt"]
 MAX_OUTPUT_TOKENS = 64
 _DECODER = json.JSONDecoder()
-
-
-def user_prompt(document: SourceDocument, category: str) -> str:
-    """What the model is shown: the instruction of the category and the document's fields."""
-    shown = json.dumps(document.fields, ensure_ascii=False, default=str)
-    return f"{INSTRUCTIONS[category]}\n\nDocument:\n{shown}"
 
 
 def read_query(text: str) -> str:
@@ -82,30 +68,47 @@ def read_query(text: str) -> str:
 
 @dataclass
 class Outcome:
-    """What the calls gave: the queries (in document order), the failures and the usage."""
+    """What the calls gave: the queries (in document order), the failures, the documents the
+    budget skipped, the filter's tally and the usage (the model's calls and the judge's)."""
 
     queries: list[GeneratedQuery] = field(default_factory=list)
     failed: int = 0
     refused: int = 0  # answers that broke the query-text rules once normalised
+    skipped: int = 0  # documents the budget left without a call
+    made: int = 0  # queries written, before the filter
     last_failure: str | None = None
     usage: Usage = field(default_factory=Usage)
+    pricing: Pricing | None = None
+    budget: Budget | None = None
+    tally: Tally | None = None
 
     def summary(self) -> dict[str, Any]:
         out: dict[str, Any] = {"failedDocuments": self.failed, "refusedQueries": self.refused}
+        if self.tally is not None:
+            out.update(self.tally.summary())
         if self.last_failure:
             out["lastFailureReason"] = self.last_failure
+        if self.budget is not None and self.budget.reached:
+            # as an LLM judgment the budget stopped: budgetReached, and the reason to read
+            out["budgetReached"] = True
+            out["skippedDocuments"] = self.skipped
+            out["lastFailureReason"] = self.budget.reason
         out["usage"] = self.usage_doc()
         return out
 
     def usage_doc(self) -> dict[str, Any]:
-        return {"llmCalls": self.usage.calls, "inputTokens": self.usage.input_tokens,
-                "outputTokens": self.usage.output_tokens,
-                "latencyMs": round(self.usage.latency_ms, 3)}
+        return usage_doc(self.usage, self.pricing)
 
     def raise_if_nothing(self) -> None:
-        if not self.queries:
+        if self.queries:
+            return
+        if self.made and self.tally is not None:
+            raise JobFailed(self.tally.nothing_kept(self.made))
+        if self.budget is not None and self.budget.reached and not self.made:
+            reason = self.budget.reason
+        else:
             reason = self.last_failure or "every answer broke the query-text rules"
-            raise JobFailed(f"no query could be generated: {reason}")
+        raise JobFailed(f"no query could be generated: {reason}")
 
 
 def categories_for(count: int, categories: list[str]) -> list[str]:
@@ -114,10 +117,19 @@ def categories_for(count: int, categories: list[str]) -> list[str]:
 
 
 def llm_queries(svc: Services, model_id: str, documents: list[SourceDocument],
-                categories: list[str], control: JobControl) -> Outcome:
-    """One query per document from the model ``model_id`` (see the module's docstring)."""
+                categories: list[str], control: JobControl,
+                limits: tuple[int | None, float | None] = (None, None),
+                judge: Judge | None = None, tally: Tally | None = None) -> Outcome:
+    """One query per document from the model ``model_id``, kept when ``judge`` (the filter)
+    rates its document relevant, within ``limits`` (``maxTokens``, ``maxCost``); see the
+    module's docstring."""
     model = resolve(model_id, svc.config, svc.models)
-    outcome = Outcome()
+    pricing = pricing_of(model)
+    max_tokens, max_cost = limits
+    budget = (None if max_tokens is None and max_cost is None
+              else Budget(max_tokens, max_cost, pricing))
+    count = tokenizer_of(model).count if budget is not None else None
+    outcome = Outcome(pricing=pricing, budget=budget, tally=tally)
     lock = threading.Lock()
     results: list[GeneratedQuery | None] = [None] * len(documents)
     control.usage = outcome.usage_doc
@@ -125,6 +137,15 @@ def llm_queries(svc: Services, model_id: str, documents: list[SourceDocument],
     def one(position: int, document: SourceDocument, category: str) -> None:
         if control.cancelled():
             return
+        held = None
+        if budget is not None and count is not None:
+            held = budget.reserve(*document_tokens(document, category, judge, count))
+            if held is None:
+                with lock:
+                    outcome.skipped += 1
+                control.advance()
+                control.write()
+                return
         usage = Usage()
         try:
             text = ask(model, SYSTEM, user_prompt(document, category), RESPONSE_FORMAT,
@@ -136,12 +157,17 @@ def llm_queries(svc: Services, model_id: str, documents: list[SourceDocument],
                 outcome.last_failure = str(exc)
         else:
             query = normalise(text)
-            with lock:
-                if query is None:
+            if query is None:
+                with lock:
                     outcome.refused += 1
-                else:
+            else:
+                with lock:
+                    outcome.made += 1
+                if judge is None or tally is None or tally.check(judge, query, document, usage):
                     results[position] = GeneratedQuery(query, category, document.id)
         finally:
+            if held is not None and budget is not None:
+                budget.settle(held, usage.input_tokens, usage.output_tokens)
             with lock:
                 outcome.usage.add(usage)
             control.advance()

@@ -10,11 +10,11 @@ existing judgment to reuse, a UBI events index) is the domain's.
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 from marshmallow import ValidationError
 
+from workbench.schemas import budget
 from workbench.schemas.judgment_fields import (
     DEFAULT_SIZE,
     IMPORT,
@@ -39,7 +39,6 @@ from workbench.schemas.judgment_sources import (
     ReferenceJudgmentSchema,
     UbiJudgmentSchema,
 )
-from workbench.schemas.numbers import bounded_int
 
 __all__ = [
     "IMPORT", "LLM", "REFERENCE", "SCHEMAS", "TYPES", "UBI", "JudgmentBody", "JudgmentRules",
@@ -47,8 +46,6 @@ __all__ = [
 ]
 
 MAX_EXISTING = 5
-MAX_BUDGET_TOKENS = 10**12
-MAX_BUDGET_COST = 1e12
 DEFAULT_TOKEN_LIMIT = 4000
 
 
@@ -144,23 +141,14 @@ class _Existing(StringList):
 
 class _MaxTokens(JudgmentField):
     def check(self, value: Any) -> int | None:
-        return None if value is None else bounded_int(value, "maxTokens", 1, MAX_BUDGET_TOKENS)
+        return budget.max_tokens(value)
 
 
 class _MaxCost(JudgmentField):
     """A number greater than 0, for a model with prices."""
 
     def check(self, value: Any) -> float | None:
-        if value is None:
-            return None
-        if isinstance(value, bool) or not isinstance(value, (int, float)) \
-                or not math.isfinite(value) or not 0 < value <= MAX_BUDGET_COST:
-            raise ValidationError(f"maxCost must be a number greater than 0, got: {value}")
-        model_id = self.loaded.get("modelId")
-        if self.rules.price_of(str(model_id)) is None:
-            raise ValidationError(f"maxCost needs a model with pricing; model [{model_id}] has "
-                                  "none (register it with pricing, or use maxTokens)")
-        return float(value)
+        return budget.max_cost(value, self.loaded.get("modelId"), self.rules.price_of)
 
 
 class _LlmFields(JudgmentBody):

@@ -6,12 +6,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from marshmallow import ValidationError
 
 from workbench.errors import BadRequest
-from workbench.schemas import request_json
+from workbench.schemas import budget, request_json
 from workbench.schemas.body import (
     BodyField,
     BodySchema,
@@ -298,11 +300,70 @@ class _OptionalField(BodyField):
         return None if text is None else text.strip()
 
 
+@dataclass(frozen=True)
+class GenerationRules:
+    """What a generated set's body asks of the layers above: ``price_of(model)``, a model's
+    prices or None (``maxCost`` needs them); ``judge(spec, model_id)`` builds the consistency
+    filter's judge from ``{"judge": name, ...options}`` (raising the 400 of a judge unknown or
+    options it refuses)."""
+
+    price_of: Callable[[str], object | None]
+    judge: Callable[[dict[str, Any], str | None], Any]
+
+
+def _no_model(name: str) -> str:
+    return f"{name} is not used by sampling {REFERENCE_SAMPLER}: it asks no model"
+
+
+class _Filter(Step):
+    """``filter``: the consistency filter, ``{"judge": name, ...the judge's options}``; absent
+    or null is none. The ``llm`` judge grades with the set's own ``modelId`` (one model, one
+    price, one budget), so it takes no ``modelId`` of its own and needs an LLM sampler."""
+
+    def check(self, value: Any) -> dict[str, Any] | None:
+        if value is None:
+            return None
+        if not isinstance(value, dict):
+            raise ValidationError("filter must be an object with a judge")
+        name = value.get("judge")
+        if not isinstance(name, str) or not name.strip():
+            raise ValidationError("filter.judge is required: the judge that rates each query "
+                                  "against its source document")
+        spec = {**value, "judge": name.strip()}
+        model_id = self.loaded.get("modelId")
+        if spec["judge"] == "llm":
+            if "modelId" in spec:
+                raise ValidationError("filter.modelId is not taken: the llm filter grades with "
+                                      "the set's modelId")
+            if model_id is None:
+                raise ValidationError(f"filter judge llm needs a model: sampling "
+                                      f"{REFERENCE_SAMPLER} has none (use token_overlap or "
+                                      "semantic)")
+        self.rules.judge(spec, model_id)
+        return spec
+
+
+class _MaxTokens(Step):
+    def check(self, value: Any) -> int | None:
+        if value is not None and self.loaded.get("sampling") == REFERENCE_SAMPLER:
+            raise ValidationError(_no_model("maxTokens"))
+        return budget.max_tokens(value)
+
+
+class _MaxCost(Step):
+    def check(self, value: Any) -> float | None:
+        if value is not None and self.loaded.get("sampling") == REFERENCE_SAMPLER:
+            raise ValidationError(_no_model("maxCost"))
+        return budget.max_cost(value, self.loaded.get("modelId"), self.rules.price_of)
+
+
 class GeneratedQuerySetSchema(StepSchema):
     """``PUT /query_sets`` with ``sampling`` ``llm_random`` (or ``llm_generated``, the same) or
     ``reference_random``: queries generated from the documents of ``index`` (stored as
     ``sourceIndex``). ``seed`` and ``stratifyField`` are workbench extensions; whether the index
-    and its ``contextFields`` exist is checked against the cluster by the route."""
+    and its ``contextFields`` exist is checked against the cluster by the route. ``filter`` (the
+consistency filter), ``maxTokens`` and ``maxCost`` (the budget of its LLM calls, checked as an
+LLM judgment's) are workbench extensions too."""
 
     name = Text("name", NAME_LIMIT)
     description = Text("description", DESCRIPTION_LIMIT, optional=True)
@@ -316,7 +377,11 @@ class GeneratedQuerySetSchema(StepSchema):
                           load_default=list(CATEGORIES))
     seed = _Seed(data_key="seed", load_default=0)
     stratifyField = _OptionalField(data_key="stratifyField")
+    filter = _Filter(data_key="filter")
+    maxTokens = _MaxTokens(data_key="maxTokens")
+    maxCost = _MaxCost(data_key="maxCost")
 
-    def __init__(self, maximum: int, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
+    def __init__(self, maximum: int, rules: GenerationRules | None = None,
+                 **kwargs: Any) -> None:
+        super().__init__(rules, **kwargs)
         self.maximum = maximum

@@ -125,6 +125,7 @@ JUDGMENT_MEMBERS = {judgments.LLM: "LlmJudgment", judgments.UBI: "UbiJudgment",
 def bodies() -> Iterator[Body]:
     yield Body("put", "/query_sets", (ManualQuerySetSchema(maximum=1),), "ManualQuerySet")
     yield Body("put", "/query_sets", (GeneratedQuerySetSchema(maximum=1),), "GeneratedQuerySet")
+    yield Body("post", "/query_sets/_estimate", (GeneratedQuerySetSchema(maximum=1),))
     yield Body("post", "/query_sets", (SampledQuerySetSchema(maximum=1),))
     yield Body("put", "/search_configurations", (SearchConfigurationSchema(query_check=_nothing),))
     for judgment_type, member in JUDGMENT_MEMBERS.items():
