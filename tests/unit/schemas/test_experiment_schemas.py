@@ -22,7 +22,10 @@ from workbench.schemas.experiments import (
     experiment_schema,
 )
 
-QUERY_SETS: dict[str, list[str]] = {"qs": ["q1", "q2"], "empty": []}
+# what the create reads of a query set: its status, absent for a manual or sampled set
+QUERY_SETS: dict[str, dict[str, Any]] = {"qs": {}, "empty": {}, "done": {"status": "COMPLETED"},
+                                         "making": {"status": "PROCESSING"},
+                                         "failed": {"status": "ERROR"}}
 CONFIGS = {"c1", "c2", "c3"}
 JUDGMENTS = {"j1": "COMPLETED", "j2": "PROCESSING", "bad": "ERROR"}
 
@@ -34,7 +37,7 @@ class Cluster:
         self.asked: list[tuple[str, str]] = []
 
     def lookups(self) -> Lookups:
-        def query_set(entity_id: str) -> list[Any] | None:
+        def query_set(entity_id: str) -> dict[str, Any] | None:
             self.asked.append(("query_set", entity_id))
             return QUERY_SETS.get(entity_id)
 
@@ -107,6 +110,10 @@ def test_a_judgment_still_being_generated_is_accepted() -> None:
     ({"type": None}, "Invalid or missing experiment type"),
     ({"type": "LLM_EVALUATION"}, "Invalid or missing experiment type"),
     ({"querySetId": "nope"}, "QuerySet [nope] does not exist"),
+    ({"querySetId": "making"}, "QuerySet [making] is still being generated (status "
+                               "PROCESSING); run the experiment once it is COMPLETED"),
+    ({"querySetId": "failed"}, "QuerySet [failed] has no queries to run: its generation "
+                               "ended ERROR"),
     ({"searchConfigurationList": ["nope"]}, "SearchConfiguration [nope] does not exist"),
     ({"judgmentList": ["nope"]}, "Judgment [nope] does not exist"),
     ({"judgmentList": []}, "judgmentList is required for POINTWISE_EVALUATION"),
