@@ -314,3 +314,20 @@ def test_generate_then_known_item_judgments_from_the_command_line(
         ranks.append(1 / (ids.index(source) + 1) if source in ids[:10] else 0.0)
     assert len(ranks) == 6
     assert mean_rr == pytest.approx(sum(ranks) / 6, abs=1e-12)
+
+
+def test_an_unknown_model_ends_the_set_error_at_once(api: Api, worker: Worker,
+                                                            direct: OpenSearch,
+                                                            catalogue: str) -> None:
+    """A model id that is neither registered nor an ML Commons model of the cluster: no
+    document can succeed, so the job stops asking at once and says why."""
+    query_set_id = generate(api, catalogue, sampling="llm_random", modelId="no-such-model",
+                            numberOfQueryTerms=12)
+    source = finished(direct, query_set_id)
+    assert source["status"] == "ERROR", source
+    assert source["metadata"]["error"].startswith(
+        "no query could be generated: model [no-such-model] is neither registered with the "
+        "workbench")
+    # the calls already under way (WORKBENCH_LLM_CONCURRENCY, 8) and no more of the 12
+    assert source["metadata"]["usage"]["llmCalls"] <= 8
+    assert source["querySetQueries"] == []

@@ -28,12 +28,14 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from workbench.jobs.base import JobFailed
+from workbench.jobs.base import JobFailed, keep_metadata
 from workbench.jobs.control import JobControl
 from workbench.judges.base import Judge, JudgeFailed, Usage
 from workbench.judges.llm import ask
 from workbench.judges.ratings import ParseFailure
+from workbench.llm.base import ModelUnusable
 from workbench.llm.budget import Budget, tokenizer_of
+from workbench.llm.mlcommons import UnknownModel
 from workbench.llm.pricing import Pricing, pricing_of
 from workbench.llm.registry import resolve
 from workbench.querygen.cost import document_tokens, usage_doc
@@ -76,6 +78,7 @@ class Outcome:
     refused: int = 0  # answers that broke the query-text rules once normalised
     skipped: int = 0  # documents the budget left without a call
     made: int = 0  # queries written, before the filter
+    unusable: str | None = None  # why the model cannot be called as set up (unknown, no key)
     last_failure: str | None = None
     usage: Usage = field(default_factory=Usage)
     pricing: Pricing | None = None
@@ -135,7 +138,7 @@ def llm_queries(svc: Services, model_id: str, documents: list[SourceDocument],
     control.usage = outcome.usage_doc
 
     def one(position: int, document: SourceDocument, category: str) -> None:
-        if control.cancelled():
+        if control.cancelled() or outcome.unusable:
             return
         held = None
         if budget is not None and count is not None:
@@ -155,6 +158,9 @@ def llm_queries(svc: Services, model_id: str, documents: list[SourceDocument],
             with lock:
                 outcome.failed += 1
                 outcome.last_failure = str(exc)
+        except (UnknownModel, ModelUnusable) as exc:  # no document can succeed: stop asking
+            with lock:
+                outcome.unusable = outcome.unusable or str(exc)
         else:
             query = normalise(text)
             if query is None:
@@ -181,5 +187,9 @@ def llm_queries(svc: Services, model_id: str, documents: list[SourceDocument],
         for future in futures:
             future.result()  # a crash (not a model failure) fails the job, as it should
     control.check()
+    if outcome.unusable:
+        error = JobFailed(f"no query could be generated: {outcome.unusable}")
+        keep_metadata(error, usage=outcome.usage_doc())
+        raise error
     outcome.queries = [q for q in results if q is not None]
     return outcome
