@@ -283,7 +283,8 @@ def test_generate_then_known_item_judgments_from_the_command_line(
     """``query-set generate --reference`` then ``judgments known-items``: a pointwise
     experiment's MRR is then the known-item MRR, recomputed here from the stored rankings."""
     made = cli(server, env, "query-set", "generate", "--index", catalogue, "--name", unique(),
-               "--reference", "--queries", "6", "--context-fields", "title,brand")
+               "--reference", "--queries", "6", "--context-fields", "title,brand",
+               "--filter", "token_overlap")
     query_set_id = ok(made).strip()
     assert made.stderr.splitlines()[0] == (
         f"query set {made.args[made.args.index('--name') + 1]!r}: 6 documents of {catalogue}, "
@@ -302,7 +303,11 @@ def test_generate_then_known_item_judgments_from_the_command_line(
         "experiment_id"]
     summary = ok(cli(server, env, "experiment", "summary", experiment, "--json"))
     mean_rr = json.loads(summary)["configurations"][0]["metrics"]["MRR"]["mean"]
-    entries = finished(direct, query_set_id)["querySetQueries"]
+    made_set = finished(direct, query_set_id)
+    assert made_set["filter"] == {"judge": "token_overlap"}
+    assert made_set["generation"]["filter"] == "token_overlap"
+    assert made_set["generation"]["filteredQueries"] == 0  # each query is its title's words
+    entries = made_set["querySetQueries"]
     source_of = {e["queryText"]: e["customFields"]["sourceDocId"] for e in entries}
     direct.indices.refresh(index="search-relevance-evaluation-result")
     results = direct.search(index="search-relevance-evaluation-result", body={

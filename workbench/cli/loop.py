@@ -64,6 +64,11 @@ def add_commands(sub: Any) -> None:
     gen.add_argument("--categories", help="comma-separated: lexical, semantic (default both)")
     gen.add_argument("--seed", type=int, default=0, help="the draw of documents (default 0)")
     gen.add_argument("--stratify-field", help="a keyword field to spread the draw over")
+    gen.add_argument("--filter", metavar="JUDGE",
+                     help="drop queries the judge (llm, token_overlap, semantic...) does not "
+                          "rate relevant to their own source document")
+    gen.add_argument("--max-tokens", type=int, help="stop before this many LLM tokens")
+    gen.add_argument("--max-cost", type=float, help="stop before this cost (a priced model)")
     gen.add_argument("--no-wait", action="store_true", help="print the id and return")
 
     show_qs = qs.add_parser("show", parents=[conn],
@@ -266,9 +271,12 @@ def _query_set_generate(client: WorkbenchClient, args: argparse.Namespace) -> in
     if args.model:
         body["modelId"] = args.model
     for key, value in (("description", args.description),
-                       ("stratifyField", args.stratify_field)):
-        if value:
+                       ("stratifyField", args.stratify_field), ("maxTokens", args.max_tokens),
+                       ("maxCost", args.max_cost)):
+        if value is not None:
             body[key] = value
+    if args.filter:
+        body["filter"] = {"judge": args.filter}
     for key, value in (("contextFields", args.context_fields),
                        ("categories", args.categories)):
         if value:
