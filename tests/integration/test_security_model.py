@@ -342,6 +342,21 @@ def test_every_route_answers_each_user_as_the_cluster_would(
     call("GET", f"{srw}/query_sets/<entity_id>", f"{srw}/query_sets/{qs}")
     for method in ("GET", "POST"):
         call(method, f"{srw}/query_sets/_search", f"{srw}/query_sets/_search")
+    # a set generated from an index: the caller must be able to read it (the job reads it as
+    # the service identity)
+    generated_body = {"name": f"gen-{user}-{uuid.uuid4().hex[:6]}",
+                      "sampling": "reference_random", "numberOfQueryTerms": 2}
+    call("POST", f"{srw}/query_sets/_estimate", f"{srw}/query_sets/_estimate",
+         {**generated_body, "index": own})
+    call("POST", f"{srw}/query_sets/_estimate", f"{srw}/query_sets/_estimate",
+         {**generated_body, "index": other}, expect=403)
+    generated = call("PUT", f"{srw}/query_sets", f"{srw}/query_sets",
+                     {**generated_body, "index": own}).json["query_set_id"]
+    call("PUT", f"{srw}/query_sets", f"{srw}/query_sets", {**generated_body, "index": other},
+         expect=403)
+    assert wait_done(me, f"/query_sets/{generated}")["status"] == "COMPLETED"
+    call("POST", f"{srw}/query_sets/<entity_id>/_cancel",
+         f"{srw}/query_sets/{generated}/_cancel", expect=409)  # finished: nothing to cancel
     # search configurations
     mine = call("PUT", f"{srw}/search_configurations", f"{srw}/search_configurations", {
         "name": f"cfg-{user}-{uuid.uuid4().hex[:6]}", "index": own,

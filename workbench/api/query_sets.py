@@ -7,7 +7,7 @@ from typing import Any
 
 from flask import Blueprint, Response
 
-from workbench.api import json_body, json_response, services
+from workbench.api import caller, json_body, json_response, services
 from workbench.api.creates import GENERATED_QUERY_SET, QUERY_SET, Create
 from workbench.api.deadlines import sync_deadline
 from workbench.api.entities import (
@@ -92,6 +92,8 @@ def _generated_fields(body: dict[str, Any]) -> dict[str, Any]:
     """A generated set's body, checked (the index and its context fields must exist)."""
     rules = GenerationRules(price_of=price_of, judge=_filter_judge)
     fields = load(GeneratedQuerySetSchema(maximum=_maximum(), rules=rules), body)
+    # the job reads the index later as the service identity: the caller must be able to now
+    caller.refuse_unless_searchable([], [fields["index"]])
     check_source(services().client, fields["index"], fields["contextFields"],
                  fields["stratifyField"])
     return fields
@@ -103,6 +105,7 @@ def _generate(body: dict[str, Any]) -> Response:
     create = Create(GENERATED_QUERY_SET)
     fields = _generated_fields(body)
     doc = new_generated_set(create.id, fields)
+    doc.update(caller.created_by())
     result = create.store(repository(INDEX), doc, body)  # and queues its job
     return create.answer({"query_set_id": doc["id"],
                           "query_set_result": str(result["result"]).upper()})
