@@ -2,6 +2,8 @@
 
 - ``pointwise``: the metrics of docs/algorithms.md ("Pointwise metrics") and HitRate@k of one ranked
   list (``evaluate``) or many (``evaluate_many``).
+- ``condensed``: the opt-in Judged@k and condensed-list NDCG'@k, MAP'@k, Precision'@k
+  (docs/algorithms.md, "Condensed metrics and Judged@k"), not in the default list.
 - ``pairwise``: the similarity of docs/algorithms.md ("Pairwise metrics") of two lists
   (``pairwise_metrics``).
 - ``rounding``: the plugin's two-decimal rounding, lenient (``round2``) or strict
@@ -9,6 +11,15 @@
 - ``registry``: ``"NDCG@10"`` <-> (``"NDCG"``, 10) <-> function.
 """
 
+from workbench.metrics.condensed import (
+    condense,
+    condensed_average_precision,
+    condensed_metric_names,
+    condensed_ndcg,
+    condensed_precision,
+    evaluate_condensed,
+    judged_at_k,
+)
 from workbench.metrics.errors import MetricError
 from workbench.metrics.pairwise import frequency_weighted, jaccard, pairwise_metrics, rbo
 from workbench.metrics.pointwise import (
@@ -29,10 +40,12 @@ from workbench.metrics.pointwise import (
 )
 from workbench.metrics.registry import (
     METRICS,
+    OPT_IN,
     PAIRWISE,
     POINTWISE,
     MetricInfo,
     format_name,
+    opt_in_names,
     pairwise_names,
     parse,
     pointwise_names,
@@ -41,22 +54,31 @@ from workbench.metrics.rounding import java_round, round2, round_metric, round_m
 
 __all__ = [
     "METRICS",
+    "OPT_IN",
     "PAIRWISE",
     "POINTWISE",
     "MetricError",
     "MetricInfo",
     "average_precision",
+    "condense",
+    "condensed_average_precision",
+    "condensed_metric_names",
+    "condensed_ndcg",
+    "condensed_precision",
     "coverage",
     "dcg",
     "evaluate",
+    "evaluate_condensed",
     "evaluate_many",
     "format_name",
     "frequency_weighted",
     "hit_rate",
     "jaccard",
     "java_round",
+    "judged_at_k",
     "metric_names",
     "ndcg",
+    "opt_in_names",
     "pairwise_metrics",
     "pairwise_names",
     "parse",

@@ -2,7 +2,9 @@
 
 A name is a base name, plus ``@k`` for metrics cut at k (everything pointwise except ``MRR``);
 pairwise names carry no cutoff. Names are exactly those the plugin writes in results, plus the
-workbench's ``HitRate@k`` after its seven pointwise ones.
+workbench's ``HitRate@k`` after its seven pointwise ones, plus the opt-in condensed metrics
+(``Judged@k``, ``NDCG'@k``, ``MAP'@k``, ``Precision'@k``; ``OPT_IN``), which no experiment writes
+unless asked.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from functools import partial
 from types import MappingProxyType
 from typing import Any
 
-from workbench.metrics import pairwise, pointwise
+from workbench.metrics import condensed, pairwise, pointwise
 
 
 @dataclass(frozen=True)
@@ -44,6 +46,21 @@ POINTWISE: Mapping[str, MetricInfo] = MappingProxyType(
         for base, at_k in pointwise.METRIC_ORDER
     }
 )
+# Pointwise metrics computed only when asked for (docs/algorithms.md, "Condensed metrics and
+# Judged@k"): registered so their names parse, but not in POINTWISE, whose names
+# (``pointwise_names``) are the default list every experiment writes.
+_OPT_IN_FUNCTIONS: dict[str, Callable[..., Any]] = {
+    "Judged": condensed.judged_at_k,
+    "NDCG'": condensed.condensed_ndcg,
+    "MAP'": condensed.condensed_average_precision,
+    "Precision'": condensed.condensed_precision,
+}
+OPT_IN: Mapping[str, MetricInfo] = MappingProxyType(
+    {
+        base: MetricInfo(base, at_k, _OPT_IN_FUNCTIONS[base], "pointwise")
+        for base, at_k in condensed.CONDENSED_METRIC_ORDER
+    }
+)
 PAIRWISE: Mapping[str, MetricInfo] = MappingProxyType(
     {
         "jaccard": MetricInfo("jaccard", False, pairwise.jaccard, "pairwise"),
@@ -54,9 +71,10 @@ PAIRWISE: Mapping[str, MetricInfo] = MappingProxyType(
         ),
     }
 )
-METRICS: Mapping[str, MetricInfo] = MappingProxyType({**POINTWISE, **PAIRWISE})
+METRICS: Mapping[str, MetricInfo] = MappingProxyType({**POINTWISE, **OPT_IN, **PAIRWISE})
 
-_NAME = re.compile(r"([A-Za-z][A-Za-z0-9]*?)(?:@(0|[1-9][0-9]*))?")
+# A base name, optionally primed (a condensed metric: ``NDCG'``), then ``@k``.
+_NAME = re.compile(r"([A-Za-z][A-Za-z0-9]*?'?)(?:@(0|[1-9][0-9]*))?")
 
 
 def format_name(base: str, k: int | None = None) -> str:
@@ -94,6 +112,12 @@ def pointwise_names(k: int) -> list[str]:
     """The names experiments write, in order: ``Coverage@k, Precision@k, Recall@k, MAP@k, MRR,
     DCG@k, NDCG@k`` (docs/algorithms.md, "Formulas"), then ``HitRate@k``."""
     return [format_name(base, k if info.at_k else None) for base, info in POINTWISE.items()]
+
+
+def opt_in_names(k: int) -> list[str]:
+    """The opt-in pointwise names, in order: ``Judged@k, NDCG'@k, MAP'@k, Precision'@k``; not
+    part of ``pointwise_names``."""
+    return [format_name(base, k if info.at_k else None) for base, info in OPT_IN.items()]
 
 
 def pairwise_names() -> list[str]:

@@ -6,6 +6,7 @@ import pytest
 
 from workbench.metrics import (
     METRICS,
+    OPT_IN,
     PAIRWISE,
     POINTWISE,
     dcg,
@@ -107,7 +108,10 @@ def test_functions_by_name() -> None:
 
 
 def test_every_registered_metric_is_in_one_family() -> None:
-    assert set(METRICS) == set(POINTWISE) | set(PAIRWISE)
+    # OPT_IN: pointwise metrics registered by name but outside the default list (test_condensed.py)
+    assert set(METRICS) == set(POINTWISE) | set(OPT_IN) | set(PAIRWISE)
+    assert len(METRICS) == len(POINTWISE) + len(OPT_IN) + len(PAIRWISE)
     assert not set(POINTWISE) & set(PAIRWISE)
+    assert {info.family for info in OPT_IN.values()} == {"pointwise"}
     assert [info.at_k for info in POINTWISE.values()] == [True] * 4 + [False] + [True] * 3
     assert [name for name, _ in evaluate(["a"], {"a": 1.0}, 4)] == pointwise_names(4)
