@@ -12,6 +12,7 @@ from opensearchpy import OpenSearch
 
 from tests.support import services
 from tests.support.api import Api
+from tests.support.llm_server import LLMServer
 from tests.support.processes import Server, Worker, base_env
 
 
@@ -34,3 +35,19 @@ def vector_stack(redis_url: str) -> Iterator[dict[str, Any]]:
     finally:
         worker.stop()
         server.stop()
+
+
+#: the prices of the ``priced`` model (per million tokens)
+PRICES = {"inputPerMillion": 2.5, "outputPerMillion": 10.0}
+
+
+@pytest.fixture
+def priced(api: Api, llm: LLMServer) -> Iterator[str]:
+    """A model with prices served by the stand-in, under an id no cache entry has yet."""
+    model_id = f"priced-{uuid.uuid4().hex[:8]}"
+    reply = api.srw("PUT", "/models", {
+        "id": model_id, "provider": "openai", "endpoint": llm.openai_base_url,
+        "model": "judge-1", "apiKeyEnv": "TEST_LLM_KEY", "pricing": PRICES})
+    assert reply.status == 200, reply.data
+    yield model_id
+    api.srw("DELETE", f"/models/{model_id}")

@@ -23,22 +23,11 @@ from tests.support.llm_server import LLMServer
 from tests.support.processes import Server, Worker
 from workbench.judges import registry
 
-PRICES = {"inputPerMillion": 2.5, "outputPerMillion": 10.0}
-
 
 def cost(input_tokens: int, output_tokens: int) -> float:
     return input_tokens * 2.5 / 1_000_000 + output_tokens * 10.0 / 1_000_000
 
 
-@pytest.fixture
-def priced(api: Api, llm: LLMServer) -> Iterator[str]:
-    model_id = f"priced-{uuid.uuid4().hex[:8]}"
-    reply = api.srw("PUT", "/models", {
-        "id": model_id, "provider": "openai", "endpoint": llm.openai_base_url,
-        "model": "judge-1", "apiKeyEnv": "TEST_LLM_KEY", "pricing": PRICES})
-    assert reply.status == 200, reply.data
-    yield model_id
-    api.srw("DELETE", f"/models/{model_id}")
 
 
 def body(index: str, **fields: Any) -> dict[str, Any]:

@@ -22,7 +22,6 @@ from tests.support.llm_server import LLMServer
 from tests.support.processes import Worker
 from tests.support.waiting import finished
 
-PRICES = {"inputPerMillion": 2.5, "outputPerMillion": 10.0}
 WORDS = "soft breathable mesh upper with a cushioned sole for long days on your feet " * 6
 PRODUCTS = [(f"d{i}", f"{colour} {kind} number {i}", f"{colour} {kind}: {WORDS} {i}")
             for i, (colour, kind) in enumerate(
@@ -48,16 +47,6 @@ def data(api: Api, direct: OpenSearch) -> Iterator[dict[str, Any]]:
     direct.indices.delete(index=index)
 
 
-@pytest.fixture
-def priced(api: Api, llm: LLMServer) -> Iterator[str]:
-    """A model with prices served by the stand-in, under an id no cache entry has yet."""
-    model_id = f"priced-{uuid.uuid4().hex[:8]}"
-    reply = api.srw("PUT", "/models", {
-        "id": model_id, "provider": "openai", "endpoint": llm.openai_base_url,
-        "model": "judge-1", "apiKeyEnv": "TEST_LLM_KEY", "pricing": PRICES})
-    assert reply.status == 200, reply.data
-    yield model_id
-    api.srw("DELETE", f"/models/{model_id}")
 
 
 def body(data: dict[str, Any], model_id: str, **fields: Any) -> dict[str, Any]:

@@ -340,13 +340,20 @@ def _judgments_import(client: WorkbenchClient, args: argparse.Namespace) -> int:
     topics = formats.parse_topics(_read(args.topics)) if args.topics else None
     ratings = formats.parse_judgments(text, fmt, topics, args.qid_as_query)
     count = sum(len(row["ratings"]) for row in ratings)
+    return _import(client, args, ratings, f"{count} ratings of {len(ratings)} queries ({fmt})",
+                   wait=not args.no_wait)
+
+
+def _import(client: WorkbenchClient, args: argparse.Namespace, ratings: list[dict[str, Any]],
+            said: str, wait: bool = True) -> int:
+    """An ``IMPORT_JUDGMENT`` of ``ratings`` named ``--name``: its id printed, waited for."""
     body = {"name": args.name, "type": "IMPORT_JUDGMENT", "judgmentRatings": ratings}
     if args.description:
         body["description"] = args.description
     judgment_id = client.srw("PUT", "/judgments", body)["judgment_id"]
-    err.print(f"judgments {args.name!r}: {count} ratings of {len(ratings)} queries ({fmt})")
+    err.print(f"judgments {args.name!r}: {said}")
     print(judgment_id)
-    if args.no_wait:
+    if not wait:
         return 0
     doc = wait_with_progress(client, "judgments", judgment_id, "importing", args.timeout)
     return _ended(doc, "judgment")
@@ -361,14 +368,7 @@ def _judgments_known_items(client: WorkbenchClient, args: argparse.Namespace) ->
     if not ratings:
         raise formats.FormatError(f"query set {args.query_set} has no query with a source "
                                   "document (sourceDocId): it was not generated from an index")
-    body = {"name": args.name, "type": "IMPORT_JUDGMENT", "judgmentRatings": ratings}
-    if args.description:
-        body["description"] = args.description
-    judgment_id = client.srw("PUT", "/judgments", body)["judgment_id"]
-    err.print(f"judgments {args.name!r}: the source documents of {len(ratings)} queries")
-    print(judgment_id)
-    doc = wait_with_progress(client, "judgments", judgment_id, "importing", args.timeout)
-    return _ended(doc, "judgment")
+    return _import(client, args, ratings, f"the source documents of {len(ratings)} queries")
 
 
 def known_item_ratings(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
