@@ -19,7 +19,7 @@ from workbench.judges import llm as llm_judge
 from workbench.judges import registry
 from workbench.judges.base import Judge, OptionError, Setup
 from workbench.judges.registry import BrokenJudge, UnknownJudge
-from workbench.judgments import imported
+from workbench.judgments import imported, pooling
 from workbench.judgments.llm import prompt as llm_prompt
 from workbench.judgments.ubi import CLICK_MODELS
 from workbench.llm.pricing import Pricing
@@ -36,6 +36,7 @@ from workbench.schemas.judgment_sources import DEFAULT_UBI_EVENTS_INDEX
 from workbench.store import ubi_events
 from workbench.store.indices import JUDGMENT_INDEX, QUERY_SET_INDEX, SEARCH_CONFIG_INDEX
 from workbench.store.repository import Repository, new_id, now_iso
+from workbench.store.search_render import SAMPLE_TEXT, render
 
 PriceOf = Callable[[str], Pricing | None]
 _INDICES = {QUERY_SET: QUERY_SET_INDEX, SEARCH_CONFIGURATION: SEARCH_CONFIG_INDEX}
@@ -79,8 +80,22 @@ def judgment_rules(client: OpenSearch, price_of: PriceOf = _no_prices) -> Judgme
         imported_ratings=imported.build)
 
 
+def _check_poolable(config_ids: list[str], size: int, rules: JudgmentRules) -> None:
+    """``expandCoverage`` pools hybrid sub-queries (judgments/pooling.py): every configuration
+    must render a top-level ``hybrid`` query of at least two sub-queries, or a 400 names the
+    first that does not."""
+    for config_id in config_ids:
+        config = rules.entity(SEARCH_CONFIGURATION, config_id)
+        assert config is not None  # the schema checked that it exists
+        refused = pooling.refusal(config_id, render(config, SAMPLE_TEXT, size).body)
+        if refused:
+            raise BadRequest(refused)
+
+
 def _llm_metadata(client: OpenSearch, fields: dict[str, Any],
                   rules: JudgmentRules) -> dict[str, Any]:
+    if fields[pooling.FLAG]:
+        _check_poolable(fields["searchConfigurationList"], fields["size"], rules)
     existing = fields["existingJudgments"]
     if existing:
         indices = _target_indices(fields["searchConfigurationList"],
@@ -93,7 +108,7 @@ def _llm_metadata(client: OpenSearch, fields: dict[str, Any],
                                      "promptTemplate", "llmJudgmentRatingType")}
     if existing:
         metadata["existingJudgments"] = existing
-    for flag in ("overwriteCache", "includeRationale"):
+    for flag in ("overwriteCache", "includeRationale", pooling.FLAG):
         if fields[flag]:
             metadata[flag] = True
     for budget in ("maxTokens", "maxCost"):

@@ -1,5 +1,7 @@
 """Retrieving the documents a judgment job rates: the top hits of each query with each search
-configuration, in ``_msearch`` batches, de-duplicated (configuration order, then rank)."""
+configuration, in ``_msearch`` batches, de-duplicated (configuration order, then rank). With
+``expand`` (``expandCoverage``) each configuration's hybrid sub-queries are searched instead, and
+the hits follow configuration order, then clause order, then rank (judgments/pooling.py)."""
 
 from __future__ import annotations
 
@@ -8,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from workbench.jobs.base import JobFailed
+from workbench.judgments import pooling
 from workbench.querysets.entries import QueryEntry
 from workbench.services import Services
 from workbench.store.repository import Repository
@@ -28,7 +31,6 @@ class Target:
     search_error: str | None = None
 
 
-
 def load(svc: Services, index: str, entity_id: str, label: str) -> dict[str, Any]:
     """An entity the job needs, or the job fails with ``<label> [<id>] does not exist``."""
     source = Repository(svc.client, index).get_source(entity_id)
@@ -38,8 +40,10 @@ def load(svc: Services, index: str, entity_id: str, label: str) -> dict[str, Any
 
 
 def retrieve(svc: Services, entries: list[QueryEntry], configs: list[dict[str, Any]],
-             size: int, describe: Callable[[dict[str, Any]], str]) -> list[Target]:
-    """Top ``size`` hits per query per configuration, each described by ``describe(_source)``.
+             size: int, describe: Callable[[dict[str, Any]], str],
+             expand: bool = False) -> list[Target]:
+    """Top ``size`` hits per query per configuration, each described by ``describe(_source)``;
+    with ``expand``, the top ``size`` of each of the configuration's hybrid sub-queries.
     A query all of whose searches fail keeps the reason in ``search_error``; a named search
     pipeline that does not exist fails the job."""
     missing = missing_pipeline(svc.client, configs)
@@ -50,8 +54,10 @@ def retrieve(svc: Services, entries: list[QueryEntry], configs: list[dict[str, A
     for number, entry in enumerate(entries):
         for config in configs:
             try:
-                searches.append(render(config, entry.query_text, size, entry.custom_fields))
-                owners.append(number)
+                rendered = render(config, entry.query_text, size, entry.custom_fields)
+                found = pooling.clause_searches(rendered, size) if expand else [rendered]
+                searches.extend(found)
+                owners.extend([number] * len(found))
             except Exception as exc:  # noqa: BLE001 - a query that cannot be rendered fails alone
                 targets[number].search_error = str(exc)
     answers = msearch(svc.client, searches) if searches else []

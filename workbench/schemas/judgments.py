@@ -162,6 +162,7 @@ class _LlmFields(JudgmentBody):
     ignoreFailure = _Flag()
     overwriteCache = _Flag()
     includeRationale = _Flag()
+    expandCoverage = _Flag()  # its hybrid configurations: judgments/create.py
     maxTokens = _MaxTokens()
     maxCost = _MaxCost()
     querySetId = QuerySetId()

@@ -10,7 +10,7 @@ from typing import Any
 
 from workbench.jobs.base import JobFailed
 from workbench.jobs.control import JobControl
-from workbench.judgments import summary
+from workbench.judgments import pooling, summary
 from workbench.judgments.llm import split
 from workbench.judgments.llm.job import (
     JobUsage,
@@ -50,6 +50,8 @@ def generate(svc: Services, judgment_id: str, metadata: dict[str, Any],
     out = dict(metadata)
     out.update(totalQueries=len(entries), successfulQueries=len(entries) - failed,
                failedQueries=failed, usage=judge.usage_metadata())
+    if metadata.get(pooling.FLAG):
+        out[pooling.POOLED] = sum(len(target.hits) for target in targets)
     if failed and reason:
         out["lastFailureReason"] = reason
     _budget_outcome(judge, out)
@@ -113,7 +115,12 @@ def retry_failed(svc: Services, judgment_id: str, doc: dict[str, Any],
     if absent:
         log.info("judgment %s: %d queries left out by an earlier run are searched and rated "
                  "again", judgment_id, len(absent))
-        found = retrieve(svc, absent, configs, int(metadata.get("size", 10)), judge.describe)
+        expand = bool(metadata.get(pooling.FLAG))
+        found = retrieve(svc, absent, configs, int(metadata.get("size", 10)), judge.describe,
+                         expand)
+        if expand:  # the absent queries' pools join the count
+            metadata = {**metadata, pooling.POOLED: int(metadata.get(pooling.POOLED) or 0)
+                        + sum(len(target.hits) for target in found)}
         for target in found:
             entries.append({"query": target.entry.key, "ratings": []})
             targets.append(target)

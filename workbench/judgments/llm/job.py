@@ -20,6 +20,7 @@ from typing import Any
 from workbench.jobs.base import JobFailed, job_state
 from workbench.jobs.control import JobControl
 from workbench.judges import ratings as parse
+from workbench.judgments import pooling
 from workbench.judgments.llm import chunking, cost, prompt
 from workbench.judgments.retrieval import Target, load, retrieve
 from workbench.llm.base import ChatModel, ChatRequest, FormatRefused, LLMError, ModelUnusable
@@ -524,8 +525,9 @@ def assemble(targets: list[Target], outcomes: list[Outcome], budget_reason: str 
 
 def prepare(svc: Services, metadata: dict[str, Any], control: JobControl | None = None,
             ) -> tuple[LlmRater, list[QueryEntry], list[Target]]:
-    """Everything before the first LLM call: the query set and configurations, the searches,
-    reused ``existingJudgments`` ratings and the judgment cache. ``_estimate`` runs this too."""
+    """Everything before the first LLM call: the query set and configurations, the searches
+    (with ``expandCoverage``, the pool of the hybrid sub-queries: judgments/pooling.py), reused
+    ``existingJudgments`` ratings and the judgment cache. ``_estimate`` runs this too."""
     query_set = load(svc, QUERY_SET_INDEX, metadata["querySetId"], "QuerySet")
     configs = [load(svc, SEARCH_CONFIG_INDEX, c, "SearchConfiguration")
                for c in metadata["searchConfigurationList"]]
@@ -535,7 +537,8 @@ def prepare(svc: Services, metadata: dict[str, Any], control: JobControl | None 
     if control is not None:
         control.start(len(entries), "searching")
         control.check()
-    targets = retrieve(svc, entries, configs, int(metadata.get("size", 10)), judge.describe)
+    targets = retrieve(svc, entries, configs, int(metadata.get("size", 10)), judge.describe,
+                       bool(metadata.get(pooling.FLAG)))
     for reused in _existing_ratings(svc, list(metadata.get("existingJudgments") or [])):
         for target in targets:
             for doc_id, rating in (reused.get(target.entry.key) or {}).items():
