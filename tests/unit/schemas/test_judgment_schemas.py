@@ -159,8 +159,8 @@ def test_llm_defaults() -> None:
         "tokenLimit": 4000, "promptTemplate": llm_prompt.DEFAULT_TEMPLATE,
         "llmJudgmentRatingType": "SCORE0_1", "existingJudgments": [], "size": 10,
         "contextFields": [], "ignoreFailure": False, "overwriteCache": False,
-        "includeRationale": False, "maxTokens": None, "maxCost": None, "querySetId": "qs",
-        "searchConfigurationList": ["c1"]}
+        "includeRationale": False, "expandCoverage": False, "maxTokens": None, "maxCost": None,
+        "querySetId": "qs", "searchConfigurationList": ["c1"]}
 
 
 def test_llm_values_kept() -> None:
@@ -207,6 +207,7 @@ def test_llm_values_kept() -> None:
     ({"contextFields": [1]}, "contextFields must be a list of strings"),
     ({"ignoreFailure": "yes"}, "ignoreFailure must be true or false"),
     ({"includeRationale": 1}, "includeRationale must be true or false"),
+    ({"expandCoverage": "true"}, "expandCoverage must be true or false"),
     ({"maxTokens": 0}, "maxTokens must be a positive integer, got: 0"),
     ({"maxCost": 0}, "maxCost must be a number greater than 0, got: 0"),
     ({"maxCost": True}, "maxCost must be a number greater than 0, got: True"),
