@@ -12,9 +12,10 @@ doc ids each query has a judgment for, and answers the ``_summary`` document:
   plugin's two-decimal ``metrics``; results without them (written earlier, or by the plugin)
   fall back to the rounded values with a ``rounded_values`` warning.
 * The condensed metrics (Judged@k, NDCG'@k, MAP'@k, Precision'@k) a pointwise or hybrid run
-  stored in ``condensedMetrics`` are summarised after the standard ones, in the same structures
-  (``summary_holes``, with its ``judged_spread`` and ``condensed_disagrees`` warnings); a run
-  stored without them (earlier workbenches, the plugin) simply has none.
+  stored in ``condensedMetrics`` are summarised after the standard ones in each row's ``metrics``
+  (``summary_holes``, with its ``judged_spread`` and ``condensed_disagrees`` warnings); comparisons
+  and best variants take one when it is the ``metric`` asked for. A run stored without them
+  (earlier workbenches, the plugin) simply has none.
 * ``judgmentCoverage``: of the top-k hits of every query, the share that has a judgment in the
   experiment's judgment lists. Below ``LOW_COVERAGE`` (50 %) a ``low_judgment_coverage``
   warning says the metrics undercount (unjudged hits count as irrelevant); when no query of the
@@ -351,7 +352,9 @@ def build(experiment: Mapping[str, Any], names: Mapping[str, str], own: Run,
         raise BadRequest(f"metric [{metric}] is not stored in the results of experiment "
                          f"[{experiment.get('id')}]: they were written before the workbench "
                          "computed condensed metrics; run the experiment again to have them")
-    ordered = [metric] + [m for m in metrics if m != metric]
+    # Comparisons and best variants: the metric asked for, then the standard ones (a condensed
+    # metric only when asked for: the figures above list them all).
+    ordered = [metric] + [m for m in metric_names(experiment) if m != metric]
     queries, rows = rows_of(experiment, own)
     uses_judgments = kind in (POINTWISE, HYBRID)
     judged_map = judged if uses_judgments else None
