@@ -23,6 +23,7 @@ from workbench.experiments.summary_build import (
     Run,
     build,
     default_metric,
+    metric_choices,
     metric_names,
     rows_of,
 )
@@ -62,7 +63,7 @@ def _parameters(experiment: dict[str, Any]) -> dict[str, Any]:
     if baseline not in configs:
         raise BadRequest(f"baseline [{baseline}] is not a search configuration of experiment "
                          f"[{experiment.get('id')}]; expected one of [{', '.join(configs)}]")
-    names = metric_names(experiment)
+    names = metric_choices(experiment)
     metric = request.args.get("metric", default_metric(experiment))
     if metric not in names:
         raise BadRequest(f"metric [{metric}] is not a metric of this experiment; expected one "
@@ -149,8 +150,9 @@ def _add_human_section(experiment: dict[str, Any], summary: dict[str, Any], own:
     if not summary_humans.labelled_positions(queries, human):
         raise BadRequest(f"humanJudgments [{human_id}] rates none of the {len(queries)} "
                          f"queries of query set [{experiment.get('querySetId')}]")
-    metrics = [params["metric"]] + [m for m in metric_names(experiment)
-                                    if m != params["metric"]]
+    # The metric asked for first; the condensed ones are left out (summary_humans recomputes
+    # the standard ones from people's ratings).
+    metrics = sorted(metric_names(experiment), key=lambda m: m != params["metric"])
     section, warnings = summary_humans.build(
         rows, names, queries, human, human_id, int(experiment.get("size") or 10),
         params["baseline"], metrics, params["alpha"], kind)

@@ -119,7 +119,8 @@ class RunContext:
                        took: int | None) -> dict[str, Any]:
         """A ``search-relevance-evaluation-result`` document (docs/contract.md, "Stored documents"),
         optional keys omitted; ``metrics`` is a ``pointwise.metrics_docs`` entry (the plugin's
-        rounded ``metrics`` and the workbench's added ``exactMetrics``)."""
+        rounded ``metrics`` and the workbench's added ``exactMetrics`` and
+        ``condensedMetrics``)."""
         doc: dict[str, Any] = {
             "id": evaluation_id,
             "timestamp": now_iso(),
@@ -129,6 +130,7 @@ class RunContext:
             "documentIds": doc_ids,
             "metrics": metrics["metrics"],
             "exactMetrics": metrics["exactMetrics"],
+            "condensedMetrics": metrics["condensedMetrics"],
             "experimentId": self.experiment_id,
         }
         if variant_id:

@@ -12,7 +12,7 @@ from typing import Any
 
 from workbench.experiments.context import RunContext, Writer, stable_id
 from workbench.experiments.searching import stream_searches
-from workbench.metrics import evaluate_many, round_metric
+from workbench.metrics import evaluate_condensed_many, evaluate_many, round_metric
 from workbench.store.indices import EVALUATION_INDEX, VARIANT_INDEX
 from workbench.store.repository import now_iso
 
@@ -24,13 +24,18 @@ def metrics_docs(lists: list[tuple[list[str], dict[str, float]]],
     """The metric set (docs/algorithms.md, "Pointwise metrics") and HitRate@k of each (doc ids,
     ratings), computed together: ``metrics`` rounded to two decimals as the plugin stores them
     (what Dashboards shows), ``exactMetrics`` unrounded, for the summary's statistics
-    (docs/algorithms.md, "Exact per-query values")."""
+    (docs/algorithms.md, "Exact per-query values"); and, in a list of their own so that the
+    plugin's list stays as the plugin writes it, ``condensedMetrics``: Judged@k, NDCG'@k, MAP'@k
+    and Precision'@k unrounded (docs/algorithms.md, "Condensed metrics and Judged@k")."""
     out = []
-    for metrics in evaluate_many(lists, k):
+    for metrics, condensed in zip(evaluate_many(lists, k), evaluate_condensed_many(lists, k),
+                                  strict=True):
         rounded = [{"metric": name, "value": round_metric(value)} for name, value in metrics]
         out.append({"metrics": rounded,
                     "exactMetrics": [{"metric": name, "value": float(value)}
-                                     for name, value in metrics]})
+                                     for name, value in metrics],
+                    "condensedMetrics": [{"metric": name, "value": float(value)}
+                                         for name, value in condensed]})
     return out
 
 

@@ -11,6 +11,11 @@ doc ids each query has a judgment for, and answers the ``_summary`` document:
 * Per-query values are the unrounded ``exactMetrics`` each evaluation result stores beside the
   plugin's two-decimal ``metrics``; results without them (written earlier, or by the plugin)
   fall back to the rounded values with a ``rounded_values`` warning.
+* The condensed metrics (Judged@k, NDCG'@k, MAP'@k, Precision'@k) a pointwise or hybrid run
+  stored in ``condensedMetrics`` are summarised after the standard ones in each row's ``metrics``
+  (``summary_holes``, with its ``judged_spread`` and ``condensed_disagrees`` warnings); comparisons
+  and best variants take one when it is the ``metric`` asked for. A run stored without them
+  (earlier workbenches, the plugin) simply has none.
 * ``judgmentCoverage``: of the top-k hits of every query, the share that has a judgment in the
   experiment's judgment lists. Below ``LOW_COVERAGE`` (50 %) a ``low_judgment_coverage``
   warning says the metrics undercount (unjudged hits count as irrelevant); when no query of the
@@ -30,6 +35,8 @@ from typing import Any
 
 import numpy as np
 
+from workbench.errors import BadRequest
+from workbench.experiments import summary_holes
 from workbench.experiments.hybrid_scoring import variant_grid, variant_parameters_string
 from workbench.experiments.summary_stats import describe, holm, paired, paired_t_p
 from workbench.metrics import format_name, pairwise_names, pointwise_names
@@ -62,10 +69,26 @@ class Row:
     hits: list[list[str]] = field(default_factory=list)
 
 
-def metric_names(experiment: Mapping[str, Any]) -> list[str]:
+def metric_names(experiment: Mapping[str, Any], run: Run | None = None) -> list[str]:
+    """The standard metrics of the experiment's type, then, for a ``run`` whose results stored
+    them, the condensed ones."""
     if experiment.get("type") == PAIRWISE:
         return pairwise_names()
-    return pointwise_names(int(experiment.get("size") or 10))
+    names = pointwise_names(int(experiment.get("size") or 10))
+    if run is not None and summary_holes.stored(run.evaluations):
+        names += _condensed_names(experiment)
+    return names
+
+
+def metric_choices(experiment: Mapping[str, Any]) -> list[str]:
+    """Every metric a summary of the experiment may be asked for (``metric``): the standard
+    ones and the condensed ones its results may hold."""
+    return metric_names(experiment) + _condensed_names(experiment)
+
+
+def _condensed_names(experiment: Mapping[str, Any]) -> list[str]:
+    return summary_holes.condensed_names(str(experiment.get("type")),
+                                         int(experiment.get("size") or 10))
 
 
 def default_metric(experiment: Mapping[str, Any]) -> str:
@@ -91,8 +114,10 @@ def _metric_map(doc: Mapping[str, Any]) -> dict[str, float]:
     stored = doc.get("exactMetrics")
     if not isinstance(stored, list):
         stored = doc.get("metrics")
-    return {str(m.get("metric")): float(m.get("value") or 0.0) for m in stored or []
-            if isinstance(m, Mapping)}
+    values = {str(m.get("metric")): float(m.get("value") or 0.0) for m in stored or []
+              if isinstance(m, Mapping)}
+    values.update(summary_holes.values(doc))
+    return values
 
 
 def rounded_results(experiment: Mapping[str, Any], run: Run) -> tuple[int, int]:
@@ -119,7 +144,7 @@ def rows_of(experiment: Mapping[str, Any], run: Run) -> tuple[list[str], list[Ro
     """(queries, rows) of one run: every row has one value per query and metric."""
     queries = query_texts(run.results)
     position = {q: i for i, q in enumerate(queries)}
-    names = metric_names(experiment)
+    names = metric_names(experiment, run)
     configs = [str(c) for c in experiment.get("searchConfigurationList") or []]
     rows: list[Row] = []
     if experiment.get("type") == PAIRWISE:
@@ -297,8 +322,10 @@ def _history(experiment: Mapping[str, Any], history: Sequence[Run], baseline: st
                         for name, values in row.values.items()},
             "change": None,
         }
-        current = dict(zip(queries, row.values.get(metric, []), strict=True))
-        if previous is not None:
+        # A run stored before the condensed metrics has none: no change from or to it.
+        current = dict(zip(queries, row.values[metric], strict=True)) \
+            if metric in row.values else None
+        if previous is not None and current is not None:
             common = [q for q in queries if q in previous]
             result = paired([previous[q] for q in common], [current[q] for q in common], alpha,
                             permutations)
@@ -320,8 +347,14 @@ def build(experiment: Mapping[str, Any], names: Mapping[str, str], own: Run,
     """The ``_summary`` document (see the module docstring)."""
     kind = str(experiment.get("type"))
     k = int(experiment.get("size") or 10)
-    metrics = metric_names(experiment)
-    ordered = [metric] + [m for m in metrics if m != metric]
+    metrics = metric_names(experiment, own)
+    if metric not in metrics:
+        raise BadRequest(f"metric [{metric}] is not stored in the results of experiment "
+                         f"[{experiment.get('id')}]: they were written before the workbench "
+                         "computed condensed metrics; run the experiment again to have them")
+    # Comparisons and best variants: the metric asked for, then the standard ones (a condensed
+    # metric only when asked for: the figures above list them all).
+    ordered = [metric] + [m for m in metric_names(experiment) if m != metric]
     queries, rows = rows_of(experiment, own)
     uses_judgments = kind in (POINTWISE, HYBRID)
     judged_map = judged if uses_judgments else None
@@ -349,6 +382,8 @@ def build(experiment: Mapping[str, Any], names: Mapping[str, str], own: Run,
                        "the plugin); their values are rounded to two decimals, which turns small "
                        "differences into ties and moves every p-value: run the experiment again "
                        "for exact figures"})
+    if uses_judgments:
+        summary["warnings"].extend(summary_holes.warnings(rows, names, k, metric))
     if own.variant_errors:
         summary["warnings"].append({
             "level": "warning", "code": "variant_errors",

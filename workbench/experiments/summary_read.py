@@ -25,6 +25,7 @@ from workbench.store.repository import Repository
 
 PAGE = 5_000
 FIELDS = ["searchConfigurationId", "searchText", "documentIds", "metrics", "exactMetrics",
+          "condensedMetrics",
           "experimentVariantParameters", "scheduledRunId"]
 
 

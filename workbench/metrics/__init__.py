@@ -3,7 +3,8 @@
 - ``pointwise``: the metrics of docs/algorithms.md ("Pointwise metrics") and HitRate@k of one ranked
   list (``evaluate``) or many (``evaluate_many``).
 - ``condensed``: the opt-in Judged@k and condensed-list NDCG'@k, MAP'@k, Precision'@k
-  (docs/algorithms.md, "Condensed metrics and Judged@k"), not in the default list.
+  (docs/algorithms.md, "Condensed metrics and Judged@k") of one list (``evaluate_condensed``) or
+  many (``evaluate_condensed_many``), stored apart from the plugin's list.
 - ``pairwise``: the similarity of docs/algorithms.md ("Pairwise metrics") of two lists
   (``pairwise_metrics``).
 - ``rounding``: the plugin's two-decimal rounding, lenient (``round2``) or strict
@@ -18,6 +19,7 @@ from workbench.metrics.condensed import (
     condensed_ndcg,
     condensed_precision,
     evaluate_condensed,
+    evaluate_condensed_many,
     judged_at_k,
 )
 from workbench.metrics.errors import MetricError
@@ -69,6 +71,7 @@ __all__ = [
     "dcg",
     "evaluate",
     "evaluate_condensed",
+    "evaluate_condensed_many",
     "evaluate_many",
     "format_name",
     "frequency_weighted",

@@ -8,7 +8,9 @@ documents from the ranking, keeping the order of the rest, and compute the stand
 that condensed list cut at k: ``NDCG'@k``, ``MAP'@k``, ``Precision'@k``. ``Judged@k`` says how
 much of the top k was judged at all.
 
-Opt-in: none of these is in ``pointwise.METRIC_ORDER``, the list every experiment writes.
+Not in ``pointwise.METRIC_ORDER``, the list of the plugin's ``metrics`` (and the workbench's
+``exactMetrics``): experiments store these apart, as ``condensedMetrics``
+(``experiments/pointwise.metrics_docs``), so the plugin's list stays as the plugin writes it.
 
 Same layout as ``pointwise``: arrays by rank along the last axis, one list (1-D) or a batch of
 lists (2-D, padded past each list's end with ``False`` / ``0.0``). Unlike the standard functions,
@@ -28,9 +30,12 @@ from workbench.metrics.pointwise import (
     _check_finite,
     _check_k,
     _ratio,
+    _slices,
     average_precision,
+    judgment_stats,
     ndcg,
     precision,
+    ranked_ratings,
     relevance_threshold,
 )
 
@@ -144,3 +149,38 @@ def evaluate_condensed(
         condensed_precision(relevant, judged, k),
     )
     return list(zip(condensed_metric_names(k), (float(v) for v in values), strict=True))
+
+
+def evaluate_condensed_many(
+    queries: Sequence[tuple[Sequence[str], Mapping[str, float]]], k: int
+) -> list[list[tuple[str, float]]]:
+    """``evaluate_condensed`` for many (doc_ids, judgments) pairs at once, with identical numbers
+    (as ``pointwise.evaluate_many`` is to ``pointwise.evaluate``): the thresholds, R and ideal
+    lists of the whole batch at once, then the condensing and every metric on padded
+    (queries x ranks) arrays, in slices of bounded size."""
+    _check_k(k)
+    results: list[list[tuple[str, float]]] = []
+    for start, stop in _slices(queries, k):
+        results.extend(_condensed_batch(queries[start:stop], k))
+    return results
+
+
+def _condensed_batch(
+    queries: Sequence[tuple[Sequence[str], Mapping[str, float]]], k: int
+) -> list[list[tuple[str, float]]]:
+    threshold, n_relevant, ideal = judgment_stats(queries, k)
+    looked_up, n = ranked_ratings(queries)
+    judged = ~np.isnan(looked_up)  # padding past a list's end is NaN: never judged
+    at_rank = np.where(judged, looked_up, 0.0)
+    relevant = (at_rank >= threshold[:, None]) & (at_rank > 0)
+    table = np.stack(
+        [
+            judged_at_k(judged, k, n),
+            condensed_ndcg(at_rank, judged, k, ideal),
+            condensed_average_precision(relevant, judged, k, n_relevant),
+            condensed_precision(relevant, judged, k),
+        ],
+        axis=-1,
+    )
+    names = condensed_metric_names(k)
+    return [list(zip(names, row, strict=True)) for row in table.tolist()]

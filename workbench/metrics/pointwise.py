@@ -352,9 +352,38 @@ def evaluate_many(
 def _evaluate_batch(
     queries: Sequence[tuple[Sequence[str], Mapping[str, float]]], k: int
 ) -> list[list[tuple[str, float]]]:
+    threshold, n_relevant, ideal = judgment_stats(queries, k)
+    looked_up, n = ranked_ratings(queries)
+    judged = ~np.isnan(looked_up)
+    depth = np.minimum(n, k)
+    at_rank = np.where(judged, looked_up, 0.0)[:, : int(depth.max(initial=0))]
+    relevant = (at_rank >= threshold[:, None]) & (at_rank > 0)
+
+    table = np.stack(
+        [
+            coverage(judged, n),
+            precision(relevant, depth),
+            recall(relevant, n_relevant),
+            average_precision(relevant, n_relevant),
+            reciprocal_rank(relevant),
+            dcg(at_rank),
+            ndcg(at_rank, ideal),
+            hit_rate(relevant),
+        ],
+        axis=-1,
+    )
+    names = metric_names(k)
+    return [list(zip(names, row, strict=True)) for row in table.tolist()]
+
+
+def judgment_stats(
+    queries: Sequence[tuple[Sequence[str], Mapping[str, float]]], k: int
+) -> tuple[FloatArray, FloatArray, FloatArray]:
+    """Per query of a batch, from ALL its ratings: the relevance threshold, R (relevant
+    documents of the whole set) and the ideal ratings cut at k (queries x min(k, widest set)),
+    padded with 0. Refuses a rating that is not finite."""
     count = len(queries)
     rows = np.arange(count)
-    n = np.fromiter((len(ids) for ids, _ in queries), dtype=np.int64, count=count)
     m = np.fromiter((len(j) for _, j in queries), dtype=np.int64, count=count)
 
     # Ratings of every query, sorted ascending within each query.
@@ -381,38 +410,24 @@ def _evaluate_batch(
     column = np.arange(ideal_width)
     in_ideal = column < np.minimum(m, k)[:, None]
     ideal = np.where(in_ideal, ascending[np.where(in_ideal, last[:, None] - column, 0)], 0.0)
+    return threshold, n_relevant.astype(np.float64), np.asarray(ideal, dtype=np.float64)
 
-    # Ratings of the results in rank order; NaN marks an unjudged document.
+
+def ranked_ratings(
+    queries: Sequence[tuple[Sequence[str], Mapping[str, float]]],
+) -> tuple[FloatArray, npt.NDArray[np.int64]]:
+    """(ratings of every result in rank order, queries x widest list, NaN for an unjudged
+    document and past each list's end; n, the results per list)."""
+    count = len(queries)
+    n = np.fromiter((len(ids) for ids, _ in queries), dtype=np.int64, count=count)
     looked_up = np.fromiter(
         chain.from_iterable(map(j.get, ids, repeat(math.nan)) for ids, j in queries),
         dtype=np.float64,
         count=int(n.sum()),
     )
-    judged_flat = ~np.isnan(looked_up)
-    judged = np.zeros((count, int(n.max(initial=0))), dtype=bool)
-    judged[np.arange(judged.shape[1]) < n[:, None]] = judged_flat
-    depth = np.minimum(n, k)
-    position = np.arange(looked_up.size) - np.repeat(np.cumsum(n) - n, n)
-    at_rank = np.zeros((count, int(depth.max(initial=0))))
-    kept = np.where(judged_flat, looked_up, 0.0)[position < k]
-    at_rank[np.arange(at_rank.shape[1]) < depth[:, None]] = kept
-    relevant = (at_rank >= threshold[:, None]) & (at_rank > 0)
-
-    table = np.stack(
-        [
-            coverage(judged, n),
-            precision(relevant, depth),
-            recall(relevant, n_relevant),
-            average_precision(relevant, n_relevant),
-            reciprocal_rank(relevant),
-            dcg(at_rank),
-            ndcg(at_rank, ideal),
-            hit_rate(relevant),
-        ],
-        axis=-1,
-    )
-    names = metric_names(k)
-    return [list(zip(names, row, strict=True)) for row in table.tolist()]
+    out = np.full((count, int(n.max(initial=0))), math.nan)
+    out[np.arange(out.shape[1]) < n[:, None]] = looked_up
+    return out, n
 
 
 def _slices(
