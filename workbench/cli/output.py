@@ -23,6 +23,7 @@ from rich.progress import (
 from rich.table import Table
 
 from workbench.cli.client import WorkbenchClient
+from workbench.metrics import registry
 
 # Piped (a CI log), rich would wrap at 80 columns; COLUMNS still wins when set.
 _PIPED = not sys.stdout.isatty() and not os.environ.get("COLUMNS")
@@ -131,7 +132,10 @@ def _configurations_table(title: str, configs: list[dict[str, Any]]) -> Table:
 
 def _variants_table(title: str, configs: list[dict[str, Any]], emphasis: str | None,
                     top: int) -> Table:
-    metrics = _metric_names(configs)
+    """One row per variant; the condensed metrics (``Judged@k``, ``NDCG'@k``...) only when one
+    of them is the ``emphasis``: a row of fourteen columns does not fit a terminal."""
+    metrics = [name for name in _metric_names(configs)
+               if name == emphasis or registry.parse(name)[0] not in registry.OPT_IN]
     if emphasis in metrics:
         configs = sorted(configs, key=lambda c: -_mean(c, str(emphasis)))
     table = Table(title=f"{title} · top {min(top, len(configs))} of {len(configs)} variants"
