@@ -226,19 +226,40 @@ def test_the_reference_judge_fills_the_holes_without_a_call(
     assert "usage" not in meta and "modelId" not in meta
 
 
-def test_export_qrels_of_one_source(api: Api, case: dict[str, Any], server: Server,
-                                    env: dict[str, str], llm: LLMServer,
-                                    tmp_path: Path) -> None:
-    answer, done = fill(api, case["experiment"], {"judge": "token_overlap"})
-    assert done["status"] == "COMPLETED"
+def cli(server: Server, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    result = subprocess.run([sys.executable, "-m", "workbench.cli", *args],
+                            env=dict(env, WORKBENCH_URL=server.url, COLUMNS="160"),
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, (result.stdout, result.stderr)
+    return result
+
+
+def test_the_command_line_fills_reruns_and_exports_one_source(
+        api: Api, case: dict[str, Any], server: Server, env: dict[str, str], llm: LLMServer,
+        tmp_path: Path) -> None:
+    pool_line = "pool: 2 queries, 8 pairs, 4 rated, 4 unrated"
+    estimate = cli(server, env, "experiment", "fill", case["experiment"], "--judge",
+                   "token_overlap", "--estimate")
+    assert estimate.stdout == "4 pairs to rate, 0 calls\n"
+    assert pool_line in estimate.stderr
+    filled = cli(server, env, "experiment", "fill", case["experiment"], "--judge",
+                 "token_overlap", "--judge-options", '{"threshold": 0.6}', "--rerun", "--wait")
+    assert pool_line in filled.stderr
+    assert "rated 4 pairs, 0 left unrated; sources human 5, reference:token_overlap 4" in (
+        filled.stderr)
+    judgment_id, experiment_id = filled.stdout.split()
+    done = finished(api, f"/judgments/{judgment_id}", 10)
+    assert done["metadata"]["judgeOptions"] == {"threshold": 0.6}
+    rerun = finished(api, f"/experiments/{experiment_id}", 10)
+    assert rerun["status"] == "COMPLETED" and rerun["judgmentList"] == [judgment_id]
+    assert (rerun["searchConfigurationList"], rerun["size"]) == (case["configs"], 5)
+    coverage = [m["value"] for e in evaluations(api, experiment_id) for m in e["metrics"]
+                if m["metric"] == "Coverage@5"]
+    assert coverage == [1.0] * 6
     for kind, expected in (("human", 5), ("reference", 4), ("llm", 0)):
         out = tmp_path / f"{kind}.qrels"
-        result = subprocess.run(
-            [sys.executable, "-m", "workbench.cli", "export", "qrels", "--judgment",
-             answer["judgment_id"], "--source", kind, "--out", str(out)],
-            env=dict(env, WORKBENCH_URL=server.url, COLUMNS="160"), capture_output=True,
-            text=True, timeout=120)
-        assert result.returncode == 0, result.stderr
+        cli(server, env, "export", "qrels", "--judgment", judgment_id, "--source", kind,
+            "--out", str(out))
         lines = out.read_text().splitlines()
         assert len(lines) == expected, lines
         if kind == "human":
@@ -348,16 +369,20 @@ def test_the_real_model_fills_the_holes(api: Api, case: dict[str, Any], llama_ur
     assert created.status == 200, created.data
     try:
         started = time.monotonic()
-        _, done = fill(api, case["experiment"], {"modelId": model, "size": 2})
+        # size 1: A's first hit of each query (rated), B's (a hole) and C's (either)
+        answer, done = fill(api, case["experiment"], {"modelId": model, "size": 1,
+                                                      "contextFields": ["title"]})
         assert done["status"] == "COMPLETED", done["metadata"]
         meta = done["metadata"]
+        unrated = answer["pool"]["unrated"]
+        assert answer["pool"]["rated"] == 2 and 2 <= unrated <= 4
         # every hole is rated or listed as a failure with its reason, never both, never twice
-        assert meta["filled"] + meta["failed"] == 4 and meta["usage"]["llmCalls"] >= 2
+        assert meta["filled"] + meta["failed"] == unrated and meta["usage"]["llmCalls"] >= 2
         new = {(row["query"], r["docId"]) for row in done["judgmentRatings"]
                for r in row["ratings"] if r["source"] == f"llm:{model}"}
         failed = {(row["query"], f["docId"]) for row in done["judgmentRatings"]
                   for f in row.get("failures") or []}
-        assert new | failed == HOLES and not new & failed
+        assert len(new | failed) == unrated and new | failed <= HOLES and not new & failed
         for row in done["judgmentRatings"]:
             for rating in row["ratings"]:
                 if rating["source"] == f"llm:{model}":

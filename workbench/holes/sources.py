@@ -11,7 +11,6 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from workbench.metrics import validate_ratings
 from workbench.querysets.entries import QueryEntry
 
 HUMAN = "human"
@@ -68,6 +67,8 @@ class Lists:
 
     def top(self) -> float:
         """The largest rating of any list (0 when there is none)."""
+        from workbench.metrics import validate_ratings  # numpy: not for the command line
+
         values = [float(v) for rows in self.rows for ratings in rows.values()
                   for v in validate_ratings({str(n): r.get("rating")
                                              for n, r in enumerate(ratings)}).values()]
