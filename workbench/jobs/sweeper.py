@@ -86,6 +86,14 @@ BY_TYPE: dict[str, dict[str, dict[str, str]]] = {
     JUDGMENT_INDEX: {"FILLED_JUDGMENT": {"PROCESSING": "workbench.holes.fill"}},
 }
 
+
+
+def task_for(index: str, tasks: dict[str, str], source: dict[str, Any]) -> str | None:
+    """The task that runs the entity ``source`` of ``index`` in its status (``BY_TYPE`` first)."""
+    kind = (BY_TYPE.get(index) or {}).get(str(source.get("type")))
+    return (kind if kind is not None else tasks).get(str(source.get("status")))
+
+
 PAGE = 500
 #: the longest an entity without queued marker or lease is left alone after it was written
 MAX_GRACE_SECONDS = 30.0
@@ -142,8 +150,7 @@ def sweep(client: OpenSearch, r: redis.Redis, lease_seconds: float, max_attempts
             params={"ignore_unavailable": "true"})
         for hit in answer["hits"]["hits"]:
             status = hit["_source"].get("status")
-            kind = (BY_TYPE.get(index) or {}).get(str(hit["_source"].get("type")))
-            task = (kind if kind is not None else tasks).get(status)
+            task = task_for(index, tasks, hit["_source"])
             if task is None:
                 continue
             young = str(hit["_source"].get("timestamp") or "") >= cutoff
