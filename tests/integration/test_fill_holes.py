@@ -285,6 +285,23 @@ def test_a_budget_stops_the_fill_and_keeps_what_was_rated(
     assert set(failures.values()) == {meta["lastFailureReason"]}
 
 
+def test_pairs_the_model_fails_on_are_kept_as_failures(
+        api: Api, case: dict[str, Any], llm: LLMServer, priced: str) -> None:
+    llm.fail(400, times=100)  # every call of this fill
+    _, done = fill(api, case["experiment"], {"modelId": priced})
+    llm.reset()
+    assert done["status"] == "COMPLETED", done["metadata"]
+    meta = done["metadata"]
+    assert (meta["filled"], meta["failed"], meta["failedQueries"], meta["successfulQueries"]) \
+        == (0, 4, 2, 0)
+    assert "budgetReached" not in meta and meta["usage"]["llmCalls"] >= 2
+    failures = {(row["query"], f["docId"]): f["reason"] for row in done["judgmentRatings"]
+                for f in row.get("failures") or []}
+    assert set(failures) == HOLES
+    assert meta["lastFailureReason"] and set(failures.values()) == {meta["lastFailureReason"]}
+    assert meta["sources"] == {"human": 5}
+
+
 def test_cancel_ends_the_fill_error_with_its_usage(
         api: Api, case: dict[str, Any], llm: LLMServer, priced: str) -> None:
     llm.latency = 3.0
