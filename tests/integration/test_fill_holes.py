@@ -308,6 +308,14 @@ def test_cancel_ends_the_fill_error_with_its_usage(
     answer, _ = fill(api, case["experiment"], {"modelId": priced}, wait=False)
     judgment = answer["judgment_id"]
     poll(lambda: llm.calls >= 1 or None, 30, 0.05, "no call was made")
+
+    def progressing() -> dict[str, Any] | None:  # (the GET is a search: seen once refreshed)
+        doc = api.srw("GET", f"/judgments/{judgment}").json["hits"]["hits"][0]["_source"]
+        assert doc["status"] == "PROCESSING" and doc["type"] == "FILLED_JUDGMENT"
+        return doc["metadata"].get("progress")  # type: ignore[no-any-return]
+
+    progress = poll(progressing, 2.5, 0.05, "no progress written")
+    assert (progress["unit"], progress["total"], progress["phase"]) == ("queries", 2, "rating")
     reply = api.srw("POST", f"/judgments/{judgment}/_cancel")
     assert reply.status == 200, reply.data
     done = finished(api, f"/judgments/{judgment}", 60)
