@@ -422,6 +422,15 @@ def test_every_route_answers_each_user_as_the_cluster_would(
     sample = call("GET", f"{srw}/experiments/<entity_id>/_label_sample",
                   f"{srw}/experiments/{experiment}/_label_sample?queries=1&seed=1&fields=title")
     assert all("title" in row["fields"] for row in sample.json["rows"])
+    # filling its holes: the experiment and the documents are read as the caller, the job
+    # runs as its creator
+    fill_path = f"{srw}/experiments/{experiment}/_fill"
+    estimated = call("POST", f"{srw}/experiments/<entity_id>/_fill/_estimate",
+                     f"{fill_path}/_estimate", {"modelId": JUDGE_MODEL})
+    assert estimated.json["pool"]["pairs"] >= 1
+    filled = call("POST", f"{srw}/experiments/<entity_id>/_fill", fill_path,
+                  {"modelId": JUDGE_MODEL}).json["judgment_id"]
+    assert wait_done(me, f"/judgments/{filled}")["status"] == "COMPLETED"
     call("POST", f"{srw}/experiments/<entity_id>/_cancel",
          f"{srw}/experiments/{experiment}/_cancel", expect=409)  # finished: nothing to cancel
     call("PATCH", f"{srw}/experiments/<entity_id>", f"{srw}/experiments/{experiment}",
@@ -523,7 +532,7 @@ def test_every_route_answers_each_user_as_the_cluster_would(
     for model_id in (model, posted):
         call("DELETE", f"{srw}/models/<entity_id>", f"{srw}/models/{model_id}")
     call("DELETE", f"{srw}/experiments/<entity_id>", f"{srw}/experiments/{experiment}")
-    for judgment in (imported, rated):
+    for judgment in (imported, rated, filled):
         call("DELETE", f"{srw}/judgments/<entity_id>", f"{srw}/judgments/{judgment}")
     call("DELETE", f"{srw}/search_configurations/<entity_id>",
          f"{srw}/search_configurations/{mine}")

@@ -19,6 +19,7 @@ from urllib.parse import quote
 from workbench.cli import demo, formats, gate
 from workbench.cli.client import ClientError, WorkbenchClient, authorization
 from workbench.cli.output import err, print_ab_results, print_summary, wait_with_progress
+from workbench.holes.sources import KINDS, is_kind, source_of
 
 COMMANDS = ("query-set", "judgments", "search-config", "experiment", "export", "gate", "demo",
             "ab-test")
@@ -154,6 +155,26 @@ def add_commands(sub: Any) -> None:
                                          "(e.g. title,brand)")
     sample.add_argument("--out", required=True, help="the CSV file to write ('-': stdout)")
 
+    fill = ex.add_parser("fill", parents=[conn],
+                         help="rate the pairs a finished experiment retrieved that its judgment "
+                              "lists leave unrated (its holes), into a new judgment list")
+    fill.add_argument("experiment", help="a COMPLETED pointwise or hybrid experiment")
+    rater = fill.add_mutually_exclusive_group(required=True)
+    rater.add_argument("--model", help="the model that rates the holes (modelId)")
+    rater.add_argument("--judge", help="a reference judge (token_overlap, semantic...)")
+    fill.add_argument("--judge-options", help="the judge's options, a JSON object")
+    fill.add_argument("--size", type=int, help="pool depth (default: the experiment's size)")
+    fill.add_argument("--name", help="the new list's name (default: the experiment's, with "
+                                     "holes filled)")
+    fill.add_argument("--max-tokens", type=int, help="stop before this many LLM tokens")
+    fill.add_argument("--max-cost", type=float, help="stop before this cost (a priced model)")
+    fill.add_argument("--estimate", action="store_true",
+                      help="print the pool and what filling would cost; start nothing")
+    fill.add_argument("--wait", action="store_true",
+                      help="wait for the new list (and with --rerun for the experiment)")
+    fill.add_argument("--rerun", action="store_true",
+                      help="once the list is COMPLETED, run the experiment again with it")
+
     exp = sub.add_parser("export", help="TREC run and qrels files").add_subparsers(
         dest="action", required=True)
     erun = exp.add_parser("run", parents=[conn],
@@ -173,6 +194,9 @@ def add_commands(sub: Any) -> None:
     source.add_argument("--judgment", action="append", help="judgment list id (repeat)")
     source.add_argument("--experiment", help="the judgment lists of this experiment")
     eq.add_argument("--out", required=True)
+    eq.add_argument("--source", choices=KINDS,
+                    help="only the ratings of this kind of source (a rating's source, else its "
+                         "list's: an imported list is human)")
     eq.add_argument("--topics")
     eq.add_argument("--topics-out")
 
@@ -229,6 +253,7 @@ def run(args: argparse.Namespace) -> int:
         ("experiment", "run"): _experiment_run,
         ("experiment", "summary"): _experiment_summary,
         ("experiment", "label-sample"): _label_sample,
+        ("experiment", "fill"): _experiment_fill,
         ("judgments", "show"): _judgments_show,
         ("judgments", "known-items"): _judgments_known_items,
         ("judgments", "retry"): _judgments_retry,
@@ -528,6 +553,62 @@ def _label_sample(client: WorkbenchClient, args: argparse.Namespace) -> int:
     return 0
 
 
+def _experiment_fill(client: WorkbenchClient, args: argparse.Namespace) -> int:
+    """``POST experiments/{id}/_fill`` (or its ``_estimate``): the pool, the new list's id, and
+    with ``--rerun`` the experiment run again with the list (docs/holes.md)."""
+    body: dict[str, Any] = {}
+    if args.model:
+        body["modelId"] = args.model
+    else:
+        body["judge"] = args.judge
+        if args.judge_options:
+            body["judgeOptions"] = formats._json(args.judge_options)
+    for key, value in (("size", args.size), ("name", args.name), ("maxTokens", args.max_tokens),
+                       ("maxCost", args.max_cost)):
+        if value is not None:
+            body[key] = value
+    path = f"/experiments/{quote(args.experiment, safe='')}/_fill"
+    if args.estimate:
+        estimate = client.srw("POST", f"{path}/_estimate", body)
+        err.print(pool_line(estimate["pool"]), soft_wrap=True, markup=False)
+        cost = estimate.get("cost")
+        print(f"{estimate['pairsToRate']} pairs to rate, {estimate['calls']} calls"
+              + (f", {estimate['totalTokens']} tokens" if "totalTokens" in estimate else "")
+              + (f", cost {cost:.4f}" if cost is not None else ""))
+        return 0
+    answer = client.srw("POST", path, body)
+    judgment_id = answer["judgment_id"]
+    err.print(pool_line(answer["pool"]), soft_wrap=True, markup=False)
+    print(judgment_id)
+    if not (args.wait or args.rerun):
+        return 0
+    doc = wait_with_progress(client, "judgments", judgment_id, "filling", args.timeout)
+    if doc.get("status") != "COMPLETED":
+        return _ended(doc, "judgment")
+    meta = doc.get("metadata") or {}
+    err.print(f"rated {meta.get('filled')} pairs, {meta.get('failed')} left unrated; sources "
+              + ", ".join(f"{k} {v}" for k, v in (meta.get("sources") or {}).items()),
+              soft_wrap=True, markup=False)
+    if not args.rerun:
+        return 0
+    experiment = client.get("experiments", args.experiment)
+    kept = ("type", "querySetId", "searchConfigurationList", "size")
+    rerun: dict[str, Any] = {key: experiment[key] for key in kept if key in experiment}
+    rerun["judgmentList"] = [judgment_id]
+    experiment_id = client.srw("PUT", "/experiments", rerun)["experiment_id"]
+    err.print(f"experiment {experiment_id} ({rerun.get('type')}) with the filled list")
+    print(experiment_id)
+    if not args.wait:
+        return 0
+    done = wait_with_progress(client, "experiments", experiment_id, "running", args.timeout)
+    return _ended(done, "experiment")
+
+
+def pool_line(pool: dict[str, Any]) -> str:
+    return (f"pool: {pool['queries']} queries, {pool['pairs']} pairs, {pool['rated']} rated, "
+            f"{pool['unrated']} unrated")
+
+
 def _ended(doc: dict[str, Any], what: str) -> int:
     if doc.get("status") == "COMPLETED":
         return 0
@@ -586,14 +667,25 @@ def _export_qrels(client: WorkbenchClient, args: argparse.Namespace) -> int:
     ids = args.judgment or client.get("experiments", args.experiment).get("judgmentList") or []
     if not ids:
         raise formats.FormatError("the experiment has no judgment list")
-    ratings = formats.merged_ratings(
-        client.get("judgments", i).get("judgmentRatings") or [] for i in ids)
+    docs = [client.get("judgments", i) for i in ids]
+    ratings = formats.merged_ratings(_of_source(doc, args.source) for doc in docs)
     qids = _qids(args.topics, (row["query"] for row in ratings))
     Path(args.out).write_text(formats.qrels_lines(ratings, qids))
     count = sum(len(row["ratings"]) for row in ratings)
     err.print(f"{args.out}: {count} ratings of {len(ratings)} queries")
     _write_topics(args.topics_out, qids)
     return 0
+
+
+def _of_source(doc: dict[str, Any], kind: str | None) -> list[dict[str, Any]]:
+    """A list's ``judgmentRatings``, only the ratings of ``kind`` when one is given."""
+    rows = doc.get("judgmentRatings") or []
+    if kind is None:
+        return list(rows)
+    default = source_of(doc)
+    return [{**row, "ratings": [r for r in row.get("ratings") or []
+                                if is_kind(str(r.get("source") or default), kind)]}
+            for row in rows]
 
 
 def _qids(topics_file: str | None, texts: Any) -> dict[str, str]:

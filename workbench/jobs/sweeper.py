@@ -80,6 +80,20 @@ WATCHED: dict[str, tuple[str, dict[str, str], str]] = {
     ),
 }
 
+#: index -> {entity type: {status: task}}: the entities of that type whose job is another task
+#: (an experiment's filled judgment list is a judgment run by workbench/holes/tasks.py)
+BY_TYPE: dict[str, dict[str, dict[str, str]]] = {
+    JUDGMENT_INDEX: {"FILLED_JUDGMENT": {"PROCESSING": "workbench.holes.fill"}},
+}
+
+
+
+def task_for(index: str, tasks: dict[str, str], source: dict[str, Any]) -> str | None:
+    """The task that runs the entity ``source`` of ``index`` in its status (``BY_TYPE`` first)."""
+    kind = (BY_TYPE.get(index) or {}).get(str(source.get("type")))
+    return (kind if kind is not None else tasks).get(str(source.get("status")))
+
+
 PAGE = 500
 #: the longest an entity without queued marker or lease is left alone after it was written
 MAX_GRACE_SECONDS = 30.0
@@ -130,12 +144,13 @@ def sweep(client: OpenSearch, r: redis.Redis, lease_seconds: float, max_attempts
         if not repository.exists():
             continue
         answer = repository.search({
-            "size": PAGE, "_source": ["status", "timestamp"], "sort": [{"timestamp": "asc"}],
+            "size": PAGE, "_source": ["status", "timestamp", "type"],
+            "sort": [{"timestamp": "asc"}],
             "query": {"bool": {"filter": [{"terms": {status_field: list(tasks)}}]}}},
             params={"ignore_unavailable": "true"})
         for hit in answer["hits"]["hits"]:
             status = hit["_source"].get("status")
-            task = tasks.get(status)
+            task = task_for(index, tasks, hit["_source"])
             if task is None:
                 continue
             young = str(hit["_source"].get("timestamp") or "") >= cutoff
