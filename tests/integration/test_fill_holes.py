@@ -300,6 +300,12 @@ def test_pairs_the_model_fails_on_are_kept_as_failures(
     assert set(failures) == HOLES
     assert meta["lastFailureReason"] and set(failures.values()) == {meta["lastFailureReason"]}
     assert meta["sources"] == {"human": 5}
+    # Run with it, the summary says how to rate what the fill left: fill again, not _retry.
+    summary = api.srw("GET", f"/experiments/{_rerun(api, case, done['id'])}/_summary").json
+    [warning] = [w for w in summary["warnings"] if w["code"] == "judgment_failed_queries"]
+    assert warning["message"].endswith(
+        "the documents it left unrated count as unrated until POST experiments/{id}/_fill "
+        "rates them again")
 
 
 def test_cancel_ends_the_fill_error_with_its_usage(
@@ -416,3 +422,76 @@ def test_the_real_model_fills_the_holes(api: Api, case: dict[str, Any], llama_ur
               f"{meta['usage']} in {time.monotonic() - started:.1f} s")
     finally:
         api.srw("DELETE", f"/models/{model}")
+
+
+def _rerun(api: Api, case: dict[str, Any], judgment: str) -> str:
+    return _experiment(api, {
+        "name": f"refilled {case['index']}", "type": "POINTWISE_EVALUATION",
+        "querySetId": case["querySetId"], "searchConfigurationList": case["configs"],
+        "judgmentList": [judgment], "size": 5})
+
+
+def test_the_human_ratings_of_a_filled_list_are_the_gold_sample_unasked(
+        api: Api, case: dict[str, Any]) -> None:
+    # People rated "red shoes" whole (all four pooled documents) and "blue hat" only where A
+    # looked; token_overlap fills d7 and d8. Only "red shoes" can be PPI's gold sample.
+    whole = api.srw("PUT", "/judgments", {
+        "name": f"whole {case['index']}", "type": "IMPORT_JUDGMENT", "judgmentRatings": [
+            {"query": "red shoes", "ratings": [
+                {"docId": d, "rating": r} for d, r in (("d1", "3"), ("d2", "1"), ("d5", "2"),
+                                                       ("d6", "0"))]},
+            {"query": "blue hat", "ratings": [{"docId": "d3", "rating": "2"},
+                                              {"docId": "d4", "rating": "0"}]}]}
+    ).json["judgment_id"]
+    assert finished(api, f"/judgments/{whole}", 60)["status"] == "COMPLETED"
+    experiment = _experiment(api, {
+        "name": f"whole {case['index']}", "type": "POINTWISE_EVALUATION",
+        "querySetId": case["querySetId"], "searchConfigurationList": case["configs"],
+        "judgmentList": [whole], "size": 5})
+    answer, filled = fill(api, experiment, {"judge": "token_overlap",
+                                            "judgeOptions": {"threshold": 0.6}})
+    assert answer["pool"] == {"queries": 2, "pairs": 8, "rated": 6, "unrated": 2}
+    assert filled["metadata"]["sources"] == {"human": 6, "reference:token_overlap": 2}
+    rerun = _rerun(api, case, answer["judgment_id"])
+
+    reply = api.srw("GET", f"/experiments/{rerun}/_summary")
+    assert reply.status == 200, reply.data
+    summary = reply.json
+    section = summary["humanJudgments"]
+    assert (section["judgmentId"], section["automatic"], section["queries"]) == (
+        answer["judgment_id"], True, {"total": 2, "labelled": 1, "unlabelled": 1})
+    partly = [w for w in summary["warnings"] if w["code"] == "partly_human_queries"]
+    assert partly == [{
+        "level": "info", "code": "partly_human_queries", "judgmentId": answer["judgment_id"],
+        "queries": 1,
+        "message": f"people rated only part of the top-5 hits of 1 of the 2 queries they "
+                   f"rated in [{filled['name']}] (a judge rated the rest); only queries people "
+                   "rated whole are the gold sample"}]
+    # On the one labelled query the filled list holds people's ratings only, so the judge's
+    # value there is the humans' own: no bias, for every configuration.
+    for config in section["configurations"]:
+        figures = config["metrics"]["NDCG@5"]
+        assert figures["humans"]["n"] == 1 and figures["judgeOnLabelled"]["n"] == 1
+        assert figures["humans"]["mean"] == pytest.approx(figures["judgeOnLabelled"]["mean"])
+        assert figures["bias"] == pytest.approx(0.0)
+    # Asked for by name, the same section (but for ``automatic``).
+    named = api.srw("GET", f"/experiments/{rerun}/_summary?humanJudgments="
+                           f"{answer['judgment_id']}").json["humanJudgments"]
+    assert "automatic" not in named and named["queries"] == section["queries"]
+
+
+def test_a_filled_list_without_a_whole_human_query_gives_no_gold_sample(
+        api: Api, case: dict[str, Any]) -> None:
+    answer, filled = fill(api, case["experiment"], {"judge": "token_overlap",
+                                                    "judgeOptions": {"threshold": 0.6}})
+    rerun = _rerun(api, case, answer["judgment_id"])
+    message = (f"no query of [{filled['name']}] has people's ratings for all of its top-5 "
+               "hits, so people's ratings give no gold sample; label whole queries (GET "
+               "experiments/{id}/_label_sample) to correct the judge's metric")
+    summary = api.srw("GET", f"/experiments/{rerun}/_summary").json
+    assert "humanJudgments" not in summary
+    assert [w for w in summary["warnings"] if w["code"] == "no_human_gold_sample"] == [
+        {"level": "info", "code": "no_human_gold_sample",
+         "judgmentId": answer["judgment_id"], "message": message}]
+    api.srw("GET", f"/experiments/{rerun}/_summary?humanJudgments={answer['judgment_id']}"
+            ).error(400, f"humanJudgments [{answer['judgment_id']}]: {message}")

@@ -27,8 +27,10 @@ from workbench.experiments.summary_build import (
     metric_names,
     rows_of,
 )
+from workbench.holes import sources
+from workbench.holes.job import TYPE as FILLED
 from workbench.metrics import MetricError
-from workbench.store.indices import EXPERIMENT_INDEX, SEARCH_CONFIG_INDEX
+from workbench.store.indices import EXPERIMENT_INDEX, JUDGMENT_INDEX, SEARCH_CONFIG_INDEX
 from workbench.store.repository import Repository
 
 bp = Blueprint("experiment_summary", __name__, url_prefix="/experiments")
@@ -117,15 +119,43 @@ def experiment_summary(entity_id: str) -> tuple[dict[str, Any], Run, dict[str, A
         summary["warnings"].extend(summary_read.failed_judgment_queries(
             client, [str(j) for j in experiment.get("judgmentList") or []]))
     human_id = request.args.get("humanJudgments")
+    automatic = human_id is None
+    if automatic:
+        human_id = _merged_with_people(experiment)
     if human_id is not None:
-        _add_human_section(experiment, summary, own, names, human_id, params)
+        _add_human_section(experiment, summary, own, names, human_id, params, automatic)
     return experiment, own, summary
 
 
+def _merged_with_people(experiment: dict[str, Any]) -> str | None:
+    """The first judgment list of a POINTWISE experiment that merges people's ratings with a
+    judge's (a ``FILLED_JUDGMENT`` whose ``metadata.sources`` count both): its human ratings are
+    the gold sample of the prediction-powered figures without ``humanJudgments``
+    (docs/holes.md, "People's ratings in a filled list")."""
+    if experiment.get("type") != POINTWISE:
+        return None
+    repo = Repository(services().client, JUDGMENT_INDEX)
+    for judgment_id in (str(j) for j in experiment.get("judgmentList") or []):
+        found = repo.get_source(judgment_id, ["type", "metadata.sources"]) or {}
+        counted = (found.get("metadata") or {}).get("sources") or {}
+        kinds = {sources.HUMAN if sources.is_kind(s, sources.HUMAN) else "other"
+                 for s, n in counted.items() if n}
+        if found.get("type") == FILLED and kinds == {sources.HUMAN, "other"}:
+            return judgment_id
+    return None
+
+
+def _human(rating: dict[str, Any]) -> bool:
+    """A rating people gave: every rating of a list without sources, else a ``human`` one."""
+    return "source" not in rating or sources.is_kind(str(rating["source"]), sources.HUMAN)
+
+
 def _add_human_section(experiment: dict[str, Any], summary: dict[str, Any], own: Run,
-                       names: dict[str, str], human_id: str, params: dict[str, Any]) -> None:
+                       names: dict[str, str], human_id: str, params: dict[str, Any],
+                       automatic: bool = False) -> None:
     """``humanJudgments``: the judge-aware figures (``summary_humans``) of a second judgment
-    list that people made for part of the query set."""
+    list that people made for part of the query set, or of the human ratings of a filled list
+    (``automatic``: one of the experiment's own, found by ``_merged_with_people``)."""
     if experiment.get("type") != POINTWISE:
         raise BadRequest(f"humanJudgments applies to POINTWISE_EVALUATION experiments; "
                          f"experiment [{experiment.get('id')}] is {experiment.get('type')}")
@@ -136,7 +166,7 @@ def _add_human_section(experiment: dict[str, Any], summary: dict[str, Any], own:
         raise BadRequest(f"interval [{kind}] is not supported; expected one of "
                          f"[{', '.join(INTERVALS)}]")
     try:
-        found = summary_read.human_ratings(services().client, human_id)
+        found = summary_read.human_ratings(services().client, human_id, keep=_human)
     except MetricError as exc:
         raise BadRequest(f"humanJudgments [{human_id}]: {exc}") from None
     if found is None:
@@ -147,6 +177,29 @@ def _add_human_section(experiment: dict[str, Any], summary: dict[str, Any], own:
         raise Conflict(f"humanJudgments [{human_id}] is {source.get('status')}; only a "
                        "COMPLETED judgment list can be compared")
     queries, rows = rows_of(experiment, own)
+    k = int(experiment.get("size") or 10)
+    if source.get("type") == FILLED:
+        with_people = len(summary_humans.labelled_positions(queries, human))
+        human = summary_humans.complete_queries(rows, queries, human, k)
+        left = with_people - len(summary_humans.labelled_positions(queries, human))
+        if left:
+            summary["warnings"].append({
+                "level": "info", "code": "partly_human_queries", "judgmentId": human_id,
+                "queries": left,
+                "message": f"people rated only part of the top-{k} hits of {left} of the "
+                           f"{with_people} queries they rated in [{source.get('name') or human_id}]"
+                           " (a judge rated the rest); only queries people rated whole are the "
+                           "gold sample"})
+        if not summary_humans.labelled_positions(queries, human):
+            message = (f"no query of [{source.get('name') or human_id}] has people's ratings "
+                       f"for all of its top-{k} hits, so people's ratings give no gold sample; "
+                       "label whole queries (GET experiments/{id}/_label_sample) to correct "
+                       "the judge's metric")
+            if not automatic:
+                raise BadRequest(f"humanJudgments [{human_id}]: {message}")
+            summary["warnings"].append({"level": "info", "code": "no_human_gold_sample",
+                                        "judgmentId": human_id, "message": message})
+            return
     if not summary_humans.labelled_positions(queries, human):
         raise BadRequest(f"humanJudgments [{human_id}] rates none of the {len(queries)} "
                          f"queries of query set [{experiment.get('querySetId')}]")
@@ -154,9 +207,11 @@ def _add_human_section(experiment: dict[str, Any], summary: dict[str, Any], own:
     # the standard ones from people's ratings).
     metrics = sorted(metric_names(experiment), key=lambda m: m != params["metric"])
     section, warnings = summary_humans.build(
-        rows, names, queries, human, human_id, int(experiment.get("size") or 10),
+        rows, names, queries, human, human_id, k,
         params["baseline"], metrics, params["alpha"], kind)
     section["name"] = source.get("name")
+    if automatic:
+        section["automatic"] = True  # not asked for: the experiment's filled list has people's
     summary["humanJudgments"] = section
     summary["warnings"].extend(warnings)
 

@@ -52,6 +52,22 @@ def labelled_positions(queries: Sequence[str], human: Mapping[str, Mapping[str, 
     return [i for i, q in enumerate(queries) if human.get(q)]
 
 
+def complete_queries(rows: Sequence[Row], queries: Sequence[str],
+                     human: Mapping[str, Mapping[str, float]], k: int
+                     ) -> dict[str, dict[str, float]]:
+    """The part of ``human`` a merged list (a ``FILLED_JUDGMENT``: people's ratings and a
+    judge's) can give as PPI's gold sample: the queries whose top-``k`` hits, in every row, all
+    have a human rating. On the other queries people rated only part of what the
+    configurations retrieved (the judge filled the rest), so their human-judged metric would
+    count the judge's documents as irrelevant: the very bias the fill removed."""
+    out: dict[str, dict[str, float]] = {}
+    for i, query in enumerate(queries):
+        rated = human.get(query)
+        if rated and all(doc in rated for row in rows for doc in row.hits[i][:k]):
+            out[query] = dict(rated)
+    return out
+
+
 def human_values(row: Row, queries: Sequence[str], labelled: Sequence[int],
                  human: Mapping[str, Mapping[str, float]], k: int,
                  metrics: Sequence[str]) -> dict[str, list[float]]:

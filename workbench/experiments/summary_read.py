@@ -7,7 +7,7 @@ queries stores 12,300 of them, past any single page), only the fields the summar
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from opensearchpy import OpenSearch
@@ -107,11 +107,15 @@ def failed_judgment_queries(client: OpenSearch, judgment_ids: list[str]
     warnings = []
     repo = Repository(client, JUDGMENT_INDEX)
     for judgment_id in judgment_ids:
-        source = repo.get_source(judgment_id, ["name", "metadata.failedQueries",
+        source = repo.get_source(judgment_id, ["name", "type", "metadata.failedQueries",
                                                "metadata.totalQueries",
                                                "metadata.lastFailureReason"]) or {}
         meta = source.get("metadata") or {}
         failed = int(meta.get("failedQueries") or 0)
+        # A filled list is not retried: filling again rates what it left (the cache keeps the
+        # rest).
+        remedy = ("POST experiments/{id}/_fill rates them again" if source.get("type") ==
+                  "FILLED_JUDGMENT" else "POST judgments/{id}/_retry rates them")
         if failed:
             warnings.append({
                 "level": "warning", "code": "judgment_failed_queries",
@@ -120,16 +124,18 @@ def failed_judgment_queries(client: OpenSearch, judgment_ids: list[str]
                 "message": f"judgment list [{source.get('name', judgment_id)}] failed on "
                            f"{failed} of {meta.get('totalQueries')} queries (last reason: "
                            f"{meta.get('lastFailureReason')}); the documents it left unrated "
-                           "count as unrated until POST judgments/{id}/_retry rates them"})
+                           f"count as unrated until {remedy}"})
     return warnings
 
 
-def human_ratings(client: OpenSearch, judgment_id: str
+def human_ratings(client: OpenSearch, judgment_id: str,
+                  keep: Callable[[dict[str, Any]], bool] | None = None,
                   ) -> tuple[dict[str, Any], dict[str, dict[str, float]]] | None:
     """(the judgment list, query -> doc id -> rating) of a list people made, or None when there
     is no such list. The first row of a query counts, as a run looks it up; a row keyed
     ``text#{fields}`` (LLM judgments of custom fields) counts for ``text`` when ``text`` has
-    none. Raises ``MetricError`` naming the first rating that is not a number."""
+    none. ``keep`` chooses the ratings that count (a merged list's human ones). Raises
+    ``MetricError`` naming the first rating that is not a number."""
     source = Repository(client, JUDGMENT_INDEX).get_source(judgment_id)
     if source is None:
         return None
@@ -142,7 +148,8 @@ def human_ratings(client: OpenSearch, judgment_id: str
             if key not in ratings:
                 ratings[key] = validate_ratings(
                     {str(r.get("docId")): r.get("rating") for r in row.get("ratings") or []
-                     if isinstance(r, dict) and r.get("docId") is not None})
+                     if isinstance(r, dict) and r.get("docId") is not None
+                     and (keep is None or keep(r))})
     return source, ratings
 
 
