@@ -7,7 +7,7 @@ queries stores 12,300 of them, past any single page), only the fields the summar
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 from opensearchpy import OpenSearch
@@ -23,27 +23,9 @@ from workbench.store.indices import (
 )
 from workbench.store.repository import Repository
 
-PAGE = 5_000
 FIELDS = ["searchConfigurationId", "searchText", "documentIds", "metrics", "exactMetrics",
           "condensedMetrics",
           "experimentVariantParameters", "scheduledRunId"]
-
-
-def _paged(client: OpenSearch, index: str, query: dict[str, Any],
-           fields: list[str]) -> Iterator[dict[str, Any]]:
-    repo = Repository(client, index)
-    after: list[Any] | None = None
-    while True:
-        body: dict[str, Any] = {"query": query, "size": PAGE, "_source": fields,
-                                "sort": [{"id": "asc"}], "track_total_hits": False}
-        if after is not None:
-            body["search_after"] = after
-        hits = repo.search(body)["hits"]["hits"]
-        for hit in hits:
-            yield hit["_source"]
-        if len(hits) < PAGE:
-            return
-        after = hits[-1]["sort"]
 
 
 def evaluations(client: OpenSearch, experiment_id: str,
@@ -55,7 +37,7 @@ def evaluations(client: OpenSearch, experiment_id: str,
         query["bool"]["must_not"] = [{"exists": {"field": "scheduledRunId"}}]
     else:
         filters.append({"term": {"scheduledRunId": run_id}})
-    return list(_paged(client, EVALUATION_INDEX, query, FIELDS))
+    return list(Repository(client, EVALUATION_INDEX).sorted_sources(query, FIELDS))
 
 
 def variant_errors(client: OpenSearch, experiment_id: str) -> int:

@@ -23,7 +23,6 @@ from workbench.store.indices import (
 )
 from workbench.store.repository import Repository
 
-PAGE = 5_000
 #: the experiment types whose runs store each configuration's ranked documents
 POOLED_TYPES = ("POINTWISE_EVALUATION", "HYBRID_OPTIMIZER")
 
@@ -97,23 +96,11 @@ def index_of(client: Any, experiment: dict[str, Any]) -> str:
 
 def _evaluations(client: Any, experiment_id: str) -> Iterator[dict[str, Any]]:
     """The evaluation results of the experiment's own run (not its scheduled runs)."""
-    repo = Repository(client, EVALUATION_INDEX)
     query = {"bool": {"filter": [{"term": {"experimentId": experiment_id}}],
                       "must_not": [{"exists": {"field": "scheduledRunId"}}]}}
-    after: list[Any] | None = None
-    while True:
-        body: dict[str, Any] = {
-            "query": query, "size": PAGE, "sort": [{"id": "asc"}], "track_total_hits": False,
-            "_source": ["searchConfigurationId", "searchText", "documentIds",
-                        "experimentVariantParameters"]}
-        if after is not None:
-            body["search_after"] = after
-        hits = repo.search(body)["hits"]["hits"]
-        for hit in hits:
-            yield hit["_source"]
-        if len(hits) < PAGE:
-            return
-        after = hits[-1]["sort"]
+    return Repository(client, EVALUATION_INDEX).sorted_sources(
+        query, ["searchConfigurationId", "searchText", "documentIds",
+                "experimentVariantParameters"])
 
 
 def read(client: Any, experiment: dict[str, Any], size: int) -> Experiment:

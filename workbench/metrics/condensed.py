@@ -30,8 +30,8 @@ from workbench.metrics.pointwise import (
     _check_finite,
     _check_k,
     _ratio,
-    _slices,
     average_precision,
+    in_slices,
     judgment_stats,
     ndcg,
     precision,
@@ -158,11 +158,7 @@ def evaluate_condensed_many(
     (as ``pointwise.evaluate_many`` is to ``pointwise.evaluate``): the thresholds, R and ideal
     lists of the whole batch at once, then the condensing and every metric on padded
     (queries x ranks) arrays, in slices of bounded size."""
-    _check_k(k)
-    results: list[list[tuple[str, float]]] = []
-    for start, stop in _slices(queries, k):
-        results.extend(_condensed_batch(queries[start:stop], k))
-    return results
+    return in_slices(queries, k, _condensed_batch)
 
 
 def _condensed_batch(

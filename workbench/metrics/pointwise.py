@@ -15,7 +15,7 @@ and ``evaluate_many`` give bit-identical numbers.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from functools import lru_cache
 from itertools import chain, islice, repeat
 from numbers import Real
@@ -342,11 +342,7 @@ def evaluate_many(
     Vectorised: one Python pass reads the ids and ratings, then thresholds, R, the ideal lists and
     every metric are computed on padded (queries x ranks) arrays.
     """
-    _check_k(k)
-    results: list[list[tuple[str, float]]] = []
-    for start, stop in _slices(queries, k):
-        results.extend(_evaluate_batch(queries[start:stop], k))
-    return results
+    return in_slices(queries, k, _evaluate_batch)
 
 
 def _evaluate_batch(
@@ -428,6 +424,22 @@ def ranked_ratings(
     out = np.full((count, int(n.max(initial=0))), math.nan)
     out[np.arange(out.shape[1]) < n[:, None]] = looked_up
     return out, n
+
+
+def in_slices(
+    queries: Sequence[tuple[Sequence[str], Mapping[str, float]]],
+    k: int,
+    batch: Callable[
+        [Sequence[tuple[Sequence[str], Mapping[str, float]]], int], list[list[tuple[str, float]]]
+    ],
+) -> list[list[tuple[str, float]]]:
+    """``batch`` (one batch's metrics) over ``queries`` in slices whose padded matrices stay
+    within ``_BATCH_CELLS``, the results in order."""
+    _check_k(k)
+    results: list[list[tuple[str, float]]] = []
+    for start, stop in _slices(queries, k):
+        results.extend(batch(queries[start:stop], k))
+    return results
 
 
 def _slices(

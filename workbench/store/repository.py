@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import uuid
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
 
@@ -235,6 +236,23 @@ class Repository:
             if "_index" in hit:
                 hit["_index"] = self.index
         return response
+
+    def sorted_sources(self, query: dict[str, Any], fields: list[str],
+                       page: int = 5_000) -> Iterator[dict[str, Any]]:
+        """The ``fields`` of every document ``query`` matches, in ``id`` order, read ``page`` at
+        a time with ``search_after`` (no scroll context to leak, no 10,000-hit window)."""
+        after: list[Any] | None = None
+        while True:
+            body: dict[str, Any] = {"query": query, "size": page, "_source": fields,
+                                    "sort": [{"id": "asc"}], "track_total_hits": False}
+            if after is not None:
+                body["search_after"] = after
+            hits = self.search(body)["hits"]["hits"]
+            for hit in hits:
+                yield hit["_source"]
+            if len(hits) < page:
+                return
+            after = hits[-1]["sort"]
 
     def ids_where(self, field: str, value: str, limit: int = 3) -> list[str]:
         """Ids of up to ``limit`` documents whose ``field`` holds ``value`` (term query)."""
