@@ -114,8 +114,9 @@ def put_monitor() -> Response:
     return create.answer({"monitor_id": doc["id"], "status": "CREATED"})
 
 
-@bp.put("/<monitor_id>")
-def update_monitor(monitor_id: str) -> Response:
+@bp.put("/<entity_id>")
+def update_monitor(entity_id: str) -> Response:
+    monitor_id = entity_id
     """Replace a monitor's definition; its runs, gold set and creation time are kept (the
     judge changed here is what the gold set catches). A changed schedule starts afresh."""
     repo = repository(MONITOR_INDEX)
@@ -146,16 +147,16 @@ def search_monitors() -> Response:
     return search_entities(repository(MONITOR_INDEX))
 
 
-@bp.get("/<monitor_id>")
-def get_monitor(monitor_id: str) -> Response:
-    return get_entity(repository(MONITOR_INDEX), monitor_id)
+@bp.get("/<entity_id>")
+def get_monitor(entity_id: str) -> Response:
+    return get_entity(repository(MONITOR_INDEX), entity_id)
 
 
-@bp.delete("/<monitor_id>")
-def delete_monitor(monitor_id: str) -> Response:
-    response = delete_entity(repository(MONITOR_INDEX), monitor_id)
+@bp.delete("/<entity_id>")
+def delete_monitor(entity_id: str) -> Response:
+    response = delete_entity(repository(MONITOR_INDEX), entity_id)
     if response.status_code == 200:
-        repository(MONITOR_RUN_INDEX).delete_by_query({"term": {"monitorId": monitor_id}})
+        repository(MONITOR_RUN_INDEX).delete_by_query({"term": {"monitorId": entity_id}})
     return response
 
 
@@ -166,9 +167,9 @@ def _monitor(monitor_id: str) -> dict[str, Any]:
     return found
 
 
-@bp.post("/<monitor_id>/_run")
-def run_monitor(monitor_id: str) -> Response:
-    monitor = _monitor(monitor_id)
+@bp.post("/<entity_id>/_run")
+def run_monitor(entity_id: str) -> Response:
+    monitor = _monitor(entity_id)
     run_id = monitor_run.start(services(), monitor, "manual")
     return json_response({"run_id": run_id, "status": "PROCESSING"})
 
@@ -191,18 +192,18 @@ def runs_of(monitor_id: str, size: int) -> dict[str, Any]:
             "total": int(answer["hits"]["total"]["value"])}
 
 
-@bp.get("/<monitor_id>/runs")
-def list_runs(monitor_id: str) -> Response:
-    _monitor(monitor_id)
-    return json_response(runs_of(monitor_id, _size()))
+@bp.get("/<entity_id>/runs")
+def list_runs(entity_id: str) -> Response:
+    _monitor(entity_id)
+    return json_response(runs_of(entity_id, _size()))
 
 
-@bp.get("/<monitor_id>/_report")
-def report(monitor_id: str) -> Response:
-    monitor = _monitor(monitor_id)
+@bp.get("/<entity_id>/_report")
+def report(entity_id: str) -> Response:
+    monitor = _monitor(entity_id)
     fmt = request.args.get("format", "md")
     if fmt not in timeline.FORMATS:
         raise BadRequest(f"format must be one of [{', '.join(timeline.FORMATS)}], got: {fmt}")
-    runs = list(reversed(runs_of(monitor_id, _size())["runs"]))
+    runs = list(reversed(runs_of(entity_id, _size())["runs"]))
     text, content_type = timeline.render(monitor, runs, fmt)
     return Response(text, status=200, content_type=content_type)
