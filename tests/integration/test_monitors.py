@@ -360,6 +360,64 @@ def test_an_llm_judge_second_run_makes_no_model_call(api: Api, case: dict[str, s
     api.srw("DELETE", f"/monitors/{monitor_id}")
 
 
+def test_a_ubi_sample_takes_the_queries_of_its_window(api: Api, case: dict[str, str],
+                                                     direct: OpenSearch) -> None:
+    """UBI queries: "sandals" 5 times 30 days ago, "shoes" 3 and "boots" 2 times an hour ago.
+    The top queries of the last 7 days are shoes, boots; of the last 60 days sandals, shoes,
+    boots. The panel's queries come first, the sample's others after them."""
+    ubi = f"{case['index']}-ubi"
+    direct.indices.create(index=ubi, body={"mappings": {"properties": {
+        "user_query": {"type": "keyword"}, "timestamp": {"type": "date"}}}})
+    now = time.time()
+    for n, (text, days) in enumerate([("sandals", 30)] * 5 + [("shoes", 0)] * 3
+                                     + [("boots", 0)] * 2):
+        moment = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(now - days * 86400 - 3600))
+        direct.index(index=ubi, id=str(n), body={"user_query": text, "timestamp": moment})
+    direct.indices.refresh(index=ubi)
+    try:
+        for window, expected in (("7d", ["shoes", "boots"]),
+                                 ("60d", ["sandals", "shoes", "boots"])):
+            monitor_id = create(api, definition(case, queries={"ubi": {
+                "sampling": "topn", "size": 10, "window": window, "ubiQueriesIndex": ubi}},
+                goldPairs=0))
+            run = run_now(api, monitor_id)
+            assert run["status"] == "COMPLETED", run
+            assert [q["query"] for q in run["queries"]] == expected
+            # no reference answers: token_overlap rates nothing
+            assert run["metrics"]["Judged@3"]["mean"] == 0.0
+            api.srw("DELETE", f"/monitors/{monitor_id}")
+        monitor_id = create(api, definition(case, queries={
+            "querySetId": case["panel"], "ubi": {"sampling": "topn", "window": "60d",
+                                                 "ubiQueriesIndex": ubi}}, goldPairs=0))
+        run = run_now(api, monitor_id)
+        assert [q["query"] for q in run["queries"]] == QUERIES  # all three already in the panel
+        api.srw("DELETE", f"/monitors/{monitor_id}")
+    finally:
+        direct.indices.delete(index=ubi, ignore=[404])
+
+
+def test_a_budget_leaves_pairs_unrated_and_the_run_inconclusive(
+        api: Api, case: dict[str, str], llm: LLMServer, priced: str) -> None:
+    """A one-token budget pays for no call; with a priced model and no budget the run's usage
+    carries its cost."""
+    monitor_id = create(api, definition(case, judge={"modelId": priced}, goldPairs=0,
+                                        budget={"maxTokens": 1}, alerts=[ALERT_RULE]))
+    run = run_now(api, monitor_id)
+    assert run["status"] == "COMPLETED", run
+    assert llm.calls == 0
+    assert run["rated"] == {"pairs": 9, "new": 0, "reused": 0, "cached": 0, "unrated": 9}
+    assert run["state"] == "INCONCLUSIVE"
+    assert run["usage"]["llmCalls"] == 0 and run["usage"]["cost"] == 0
+    api.srw("DELETE", f"/monitors/{monitor_id}")
+    monitor_id = create(api, definition(case, judge={"modelId": priced}, goldPairs=0))
+    run = run_now(api, monitor_id)
+    assert run["usage"]["llmCalls"] == llm.calls > 0
+    tokens = (run["usage"]["inputTokens"], run["usage"]["outputTokens"])
+    assert tokens[0] > 0
+    assert run["usage"]["cost"] == pytest.approx((tokens[0] * 2.5 + tokens[1] * 10.0) / 1e6)
+    api.srw("DELETE", f"/monitors/{monitor_id}")
+
+
 # -- the scheduler and the gauges -------------------------------------------------------------
 
 def test_the_scheduler_process_runs_a_monitor_on_its_cron(api: Api, case: dict[str, str],
