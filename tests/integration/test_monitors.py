@@ -420,6 +420,47 @@ def test_a_budget_leaves_pairs_unrated_and_the_run_inconclusive(
 
 # -- the scheduler and the gauges -------------------------------------------------------------
 
+def test_each_fire_time_starts_one_run_whatever_the_schedulers(
+        api: Api, case: dict[str, str], env: dict[str, str], direct: OpenSearch,
+        celery: Any) -> None:
+    """Two schedulers over one monitor with a cron every 5 minutes: nothing before the first
+    fire time, one run at it (the second scheduler finds it claimed), and one run, not a
+    backlog, for several fire times missed. (Only this monitor is fired: a whole ``tick`` at a
+    time to come would also fire, and mark as handled, the other monitors of the cluster.)"""
+    from datetime import UTC, datetime, timedelta
+
+    from croniter import croniter
+
+    from workbench.config import Config
+    from workbench.monitors.scheduling import MonitorScheduler
+    from workbench.services import Services
+
+    monitor_id = create(api, definition(case, schedule={"cron": "*/5 * * * *"}, goldPairs=0))
+    monitor = direct.get(index=MONITOR_INDEX, id=monitor_id)["_source"]
+    enabled_ms = monitor["enabledTime"]
+    enabled = datetime.fromtimestamp(enabled_ms / 1000, UTC)
+    fire = croniter("*/5 * * * *", enabled).get_next(datetime)
+    one, other = (MonitorScheduler(Services(Config.from_env(env))) for _ in range(2))
+
+    def at(scheduler: MonitorScheduler, moment: datetime) -> list[str]:
+        started = scheduler.fire_if_due(monitor, moment)
+        return [started] if started else []
+
+    try:
+        assert at(one, fire - timedelta(seconds=1)) == []
+        started = at(one, fire + timedelta(seconds=2))
+        assert len(started) == 1
+        assert at(other, fire + timedelta(seconds=3)) == []
+        assert at(one, fire + timedelta(seconds=30)) == []
+        later = at(other, fire + timedelta(minutes=17))
+        assert len(later) == 1
+        for run_id in (*started, *later):
+            run = finished(api, monitor_id, run_id)
+            assert (run["status"], run["trigger"]) == ("COMPLETED", "schedule")
+    finally:
+        api.srw("DELETE", f"/monitors/{monitor_id}")
+
+
 def test_the_scheduler_process_runs_a_monitor_on_its_cron(api: Api, case: dict[str, str],
                                                           env: dict[str, str]) -> None:
     """The real ``workbench scheduler`` process with an every-minute cron (waits <= 80 s)."""
