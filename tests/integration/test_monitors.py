@@ -418,6 +418,19 @@ def test_a_budget_leaves_pairs_unrated_and_the_run_inconclusive(
     api.srw("DELETE", f"/monitors/{monitor_id}")
 
 
+def test_a_model_that_fails_every_call_ends_the_run_error_with_its_usage(
+        api: Api, case: dict[str, str], llm: LLMServer) -> None:
+    llm.fail(500, times=1000)
+    monitor_id = create(api, definition(case, judge={"modelId": JUDGE_MODEL}, goldPairs=0))
+    run = run_now(api, monitor_id)
+    assert run["status"] == "ERROR", run
+    assert run["error"].startswith("the model rated nothing: "), run["error"]
+    # a call is counted once, its retries (the requests the stand-in saw) included
+    assert 0 < run["usage"]["llmCalls"] <= llm.calls
+    assert "state" not in run and "queries" not in run
+    api.srw("DELETE", f"/monitors/{monitor_id}")
+
+
 # -- the scheduler and the gauges -------------------------------------------------------------
 
 def test_each_fire_time_starts_one_run_whatever_the_schedulers(
