@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 from scipy import stats
 
@@ -175,3 +176,20 @@ def test_judge_drift_tolerance_is_strict_and_an_empty_set_is_no_drift() -> None:
     assert judge_drift({("q", "a"): 0.5}, {("q", "a"): 0.75}) == Drift(1, 0, False)
     assert judge_drift({("q", "a"): 0.5}, {("q", "a"): 0.76}) == Drift(1, 1, True)
     assert judge_drift({}, {("q", "a"): 1.0}) == Drift(0, 0, False)
+
+
+def test_the_p_values_are_scipys_paired_and_welch_tests_on_the_same_numbers() -> None:
+    rng = np.random.default_rng(46)
+    before = rng.uniform(0.2, 1.0, 40)
+    after = np.clip(before - 0.04 + rng.normal(0, 0.1, 40), 0, 1)
+    queries = [f"q{i}" for i in range(40)]
+    history = [run("r1", dict(zip(queries, before.tolist(), strict=True)))]
+    paired = decide(rule(), run("r2", dict(zip(queries, after.tolist(), strict=True))), history)
+    assert paired.p_value == pytest.approx(
+        stats.ttest_rel(before, after, alternative="greater").pvalue, rel=1e-9)
+    assert paired.shared_queries == 40
+    fresh = {f"new{i}": v for i, v in enumerate(after.tolist())}
+    welch = decide(rule(), run("r2", fresh), history)
+    assert welch.p_value == pytest.approx(
+        stats.ttest_ind(before, after, equal_var=False, alternative="greater").pvalue, rel=1e-9)
+    assert welch.delta == pytest.approx(after.mean() - before.mean())
