@@ -158,6 +158,10 @@ def test_defaults_of_a_minimal_definition(api: Api, case: dict[str, str]) -> Non
     assert source["alerts"] == [{"metric": "NDCG@10", "drop": 0.05, "relative": False,
                                  "baseline": {"previousRuns": 5}, "persistence": 2,
                                  "minJudged": 0.8, "minQueries": 10, "alpha": 0.05}]
+    assert api.srw("GET", f"/monitors/{monitor_id}/runs").json == {"runs": [], "total": 0}
+    bad_size = api.srw("GET", f"/monitors/{monitor_id}/runs?size=0")
+    assert (bad_size.status, bad_size.json["error"]["reason"]) == (
+        400, "size must be an integer from 1 to 1000, got: 0")
     api.srw("DELETE", f"/monitors/{monitor_id}")
 
 
