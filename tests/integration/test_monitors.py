@@ -362,6 +362,16 @@ def test_a_run_that_cannot_search_ends_error_with_its_reason(
     assert run["error"] == "SearchConfiguration [gone] does not exist"
     assert "state" not in run
     api.srw("DELETE", f"/monitors/{monitor_id}")
+    gone = f"{case['index']}-gone"
+    direct.index(index=gone, id="x", body={"title": "shoes", "rank": 1}, refresh=True)
+    monitor_id = create(api, definition(case, searchConfigurationId=search_configuration(
+        api, "gone", gone, SORTED % "asc")))
+    direct.indices.delete(index=gone)
+    run = run_now(api, monitor_id)
+    assert run["status"] == "ERROR"
+    assert run["error"].startswith("every search failed: "), run["error"]
+    assert "index_not_found" in run["error"] or "no such index" in run["error"], run["error"]
+    api.srw("DELETE", f"/monitors/{monitor_id}")
 
 
 def test_an_llm_judge_second_run_makes_no_model_call(api: Api, case: dict[str, str],
