@@ -452,6 +452,26 @@ def test_a_budget_leaves_pairs_unrated_and_the_run_inconclusive(
     api.srw("DELETE", f"/monitors/{monitor_id}")
 
 
+def test_an_llm_judge_re_rates_its_gold_set_past_the_cache(api: Api, case: dict[str, str],
+                                                           llm: LLMServer) -> None:
+    """Three gold pairs (the first query's three results): the second run asks the model about
+    those only, past the judgment cache, and the stand-in (deterministic) answers the same."""
+    monitor_id = create(api, definition(case, judge={"modelId": JUDGE_MODEL,
+                                                      "contextFields": ["title"]},
+                                        goldPairs=3))
+    first = run_now(api, monitor_id)
+    assert first["gold"] == {"pairs": 3, "changed": 0, "drift": False}
+    before = len(llm.requests)
+    second = run_now(api, monitor_id)
+    asked = llm.requests[before:]
+    shown = " ".join(r.user or "" for r in asked)
+    assert [d for d, *_ in PRODUCTS if f"::{d}" in shown] == ["a1", "a2", "a3"]
+    assert second["rated"]["new"] == 0 and second["rated"]["cached"] == 0
+    assert second["gold"] == {"pairs": 3, "changed": 0, "drift": False}
+    assert second["state"] == "OK" and second["usage"]["llmCalls"] >= 1
+    api.srw("DELETE", f"/monitors/{monitor_id}")
+
+
 def test_a_model_that_fails_every_call_ends_the_run_error_with_its_usage(
         api: Api, case: dict[str, str], llm: LLMServer) -> None:
     llm.fail(500, times=1000)
