@@ -13,6 +13,7 @@ from workbench.api import (
     check_output_flags,
     evaluate,
     experiments,
+    holes,
     judgment_estimate,
     judgments,
     models,
@@ -57,6 +58,6 @@ def install(app: Flask) -> None:
     if not bp._got_registered_once:  # nesting is fixed at the first app; later apps reuse it
         for child in (query_sets.bp, search_configurations.bp, judgments.bp,
                       judgment_estimate.bp, schedules.bp, experiments.bp, summary.bp,
-                      evaluate.bp, stats.bp, models.bp, ab_tests.bp):
+                      evaluate.bp, stats.bp, models.bp, ab_tests.bp, holes.bp):
             bp.register_blueprint(child)
     app.register_blueprint(bp)

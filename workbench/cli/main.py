@@ -18,7 +18,7 @@ log = logging.getLogger("workbench")
 #: every module that registers jobs; a worker imports them all (the API sends jobs by name)
 TASK_MODULES = ("workbench.jobs.tasks", "workbench.judgments.tasks",
                 "workbench.experiments.tasks", "workbench.evaluation.tasks",
-                "workbench.querygen.tasks")
+                "workbench.querygen.tasks", "workbench.holes.tasks")
 
 
 #: the commands that run for long and record metrics (docs/metrics.md)

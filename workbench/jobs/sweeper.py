@@ -80,6 +80,12 @@ WATCHED: dict[str, tuple[str, dict[str, str], str]] = {
     ),
 }
 
+#: index -> {entity type: {status: task}}: the entities of that type whose job is another task
+#: (an experiment's filled judgment list is a judgment run by workbench/holes/tasks.py)
+BY_TYPE: dict[str, dict[str, dict[str, str]]] = {
+    JUDGMENT_INDEX: {"FILLED_JUDGMENT": {"PROCESSING": "workbench.holes.fill"}},
+}
+
 PAGE = 500
 #: the longest an entity without queued marker or lease is left alone after it was written
 MAX_GRACE_SECONDS = 30.0
@@ -130,12 +136,14 @@ def sweep(client: OpenSearch, r: redis.Redis, lease_seconds: float, max_attempts
         if not repository.exists():
             continue
         answer = repository.search({
-            "size": PAGE, "_source": ["status", "timestamp"], "sort": [{"timestamp": "asc"}],
+            "size": PAGE, "_source": ["status", "timestamp", "type"],
+            "sort": [{"timestamp": "asc"}],
             "query": {"bool": {"filter": [{"terms": {status_field: list(tasks)}}]}}},
             params={"ignore_unavailable": "true"})
         for hit in answer["hits"]["hits"]:
             status = hit["_source"].get("status")
-            task = tasks.get(status)
+            kind = (BY_TYPE.get(index) or {}).get(str(hit["_source"].get("type")))
+            task = (kind if kind is not None else tasks).get(status)
             if task is None:
                 continue
             young = str(hit["_source"].get("timestamp") or "") >= cutoff

@@ -26,6 +26,9 @@ from workbench.telemetry import instruments
 
 log = logging.getLogger(__name__)
 
+#: the type of an experiment's filled judgment list (workbench/holes), run by its own task
+FILLED = "FILLED_JUDGMENT"
+
 EVENTS = {
     "IMPORT_JUDGMENT": "import_judgment_rating_generations",
     "UBI_JUDGMENT": "ubi_judgment_rating_generations",
@@ -44,6 +47,10 @@ def generate(svc: Services, judgment_id: str) -> None:
         log.info("judgment %s is not PROCESSING (deleted or done); nothing to do", judgment_id)
         return
     doc = hit["_source"]
+    if doc.get("type") == FILLED:
+        # an experiment's holes are filled by their own task (workbench/holes/tasks.py)
+        log.info("judgment %s is a %s, not generated here; nothing to do", judgment_id, FILLED)
+        return
     instruments.note_job_type(doc.get("type"))
     control = JobControl(svc, JUDGMENT_INDEX, hit, "queries", in_metadata=True)
     control.check()  # cancelled while queued

@@ -27,6 +27,7 @@ from workbench.schemas.cluster_settings import ClusterSettingsSchema
 from workbench.schemas.evaluate import TOP_LEVEL_OPTIONS, BatchSchema
 from workbench.schemas.evaluate_brief import BriefEvaluateSchema
 from workbench.schemas.evaluate_workbench import WorkbenchEvaluateSchema
+from workbench.schemas.holes import FillSchema
 from workbench.schemas.judgment_ratings import CompareRules, CompareSchema, RatingEditsSchema
 from workbench.schemas.ml_predict import PredictSchema
 from workbench.schemas.models import ModelChangesSchema, ModelSchema
@@ -56,6 +57,7 @@ WORKBENCH_EVALUATE_READS = TOP_OPTIONS | {
 }
 BRIEF_EVALUATE_READS = TOP_OPTIONS | {"debug"}  # _Eval: eval.debug or the top-level debug
 REFERENCE_READS = frozenset({"judgeOptions", "threshold"})  # _Judge: the judge's options
+FILL_READS = frozenset({"judgeOptions"})  # schemas/holes._Judge: the judge's options
 COMPARE_READS = frozenset({"reference", "candidate"})  # _JudgmentId: short spellings of the ids
 # What a model body may hold is llm/spec's rule (parse_spec, after normalise gave the canonical
 # names), which ModelSchema.spec applies to the whole body; id and apiKey are fields of their own.
@@ -141,6 +143,9 @@ def bodies() -> Iterator[Body]:
         yield Body("put", "/experiments", (schema_class(lookups=_lookups()),),
                    label=experiment_type)
     yield Body("patch", "/experiments/{entity_id}", (experiments.ExperimentPatchSchema(),))
+    for route in ("_fill", "_fill/_estimate"):
+        yield Body("post", f"/experiments/{{entity_id}}/{route}",
+                   (FillSchema(_judgment_rules(), 10),), reads=FILL_READS)
     yield Body("post", "/experiments/schedule", (ScheduleSchema(minimum_interval=lambda: 0.0),))
     for method in ("put", "post"):
         yield Body(method, "/models", _model_schemas(), reads=MODEL_READS, internal=MODEL_SPEC)

@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from workbench.judgments.llm import job
+from workbench.judgments.retrieval import Target
 from workbench.services import Services
 
 
@@ -22,6 +23,20 @@ def estimate(svc: Services, metadata: dict[str, Any]) -> dict[str, Any]:
     ``ERROR`` before any call (a search pipeline that does not exist) raises ``JobFailed``."""
     judge, entries, targets = job.prepare(svc, metadata)
     pairs = sum(len(t.hits) for t in targets if t.search_error is None)
+    return {
+        "modelId": judge.model_id,
+        "queries": len(entries),
+        "failedSearches": sum(1 for t in targets if t.search_error is not None),
+        "pairs": pairs,
+        "reusedPairs": judge.usage.reused_ratings,
+        **calls(judge, targets),
+    }
+
+
+def calls(judge: job.LlmRater, targets: list[Target]) -> dict[str, Any]:
+    """The calls ``judge`` would make for the hits of ``targets`` not known yet (cache read
+    first), as the job cuts them, and their tokens and cost; no model is called. Filling an
+    experiment's holes estimates its prompts with this too (workbench/holes)."""
     calls = input_tokens = output_tokens = 0
     to_rate = 0
     for target in targets:
@@ -35,12 +50,7 @@ def estimate(svc: Services, metadata: dict[str, Any]) -> dict[str, Any]:
             input_tokens += tokens_in
             output_tokens += tokens_out
     pricing = judge.pricing
-    out: dict[str, Any] = {
-        "modelId": judge.model_id,
-        "queries": len(entries),
-        "failedSearches": sum(1 for t in targets if t.search_error is not None),
-        "pairs": pairs,
-        "reusedPairs": judge.usage.reused_ratings,
+    return {
         "cachedPairs": judge.usage.cached_ratings,
         "pairsToRate": to_rate,
         "calls": calls,
@@ -50,4 +60,3 @@ def estimate(svc: Services, metadata: dict[str, Any]) -> dict[str, Any]:
         "cost": None if pricing is None else pricing.cost(input_tokens, output_tokens),
         "tokenizer": judge.tokenizer.name,
     }
-    return out
