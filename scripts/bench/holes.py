@@ -31,9 +31,12 @@ What is measured, and why this way:
   ``POST experiments/{id}/_fill`` on an experiment run with the pool's kept ratings imported as
   an ``IMPORT_JUDGMENT`` list. ESCI queries have no reference answers, so for (c) each query is
   its own ``referenceAnswer`` (a copy of the query set): a lexical judge of the query's words
-  in the document, nothing more. A filled rating is on the judge's 0-1 scale; it is put on the
-  human scale by multiplying by ``HUMAN_TOP`` (3), so a document the judge finds fully relevant
-  gains as an Exact match. The small CPU model is slow, so (d) runs on the first
+  in the document's title, nothing more. Judge and model are shown the title alone
+  (``contextFields``: ``CONTEXT_FIELDS``, as the coldstart benchmark judges), which keeps the
+  small model's prompts short. The route puts a new 0-1 rating on the list's scale (times its
+  top rating, 3 here: ``metadata.scale``), so a document the judge finds fully relevant gains
+  as an Exact match; the bench reads the filled list as stored. The small CPU model is slow,
+  so (d) runs on the first
   ``--llm-queries`` queries only (default ``DEFAULT_LLM_QUERIES``), and is compared with the
   truth, (a), (b) and (c) on those same queries; the judgment cache makes the later pools' fills
   cheap, and the calls of each fill are reported as they were.
@@ -70,9 +73,9 @@ INDEX = "bench-holes"
 MODEL = "bench-holes-llm"
 JUDGE = "token_overlap"
 DEFAULT_LLM_URL = "http://127.0.0.1:9600/v1"
-DEFAULT_LLM_QUERIES = 10
-#: the top grade of the human scale (3/2/1/0): a filled 0-1 rating is multiplied by it
-HUMAN_TOP = 3.0
+DEFAULT_LLM_QUERIES = 5
+#: what the judge and the model are shown of a document
+CONTEXT_FIELDS = ["title"]
 #: the issue's line: where holes-as-zeros gives tau <= LOW, the remedies should give >= TARGET
 LOW = 0.4
 TARGET = 0.8
@@ -188,10 +191,9 @@ def summary(values: Iterable[float | None]) -> dict[str, Any]:
             "median": round(statistics.median(defined), 4), "max": round(max(defined), 4)}
 
 
-def filled(kept: Ratings, entries: Sequence[Mapping[str, Any]],
-           scale: float = HUMAN_TOP) -> dict[str, dict[str, float]]:
-    """The ratings of a filled judgment list: the kept human ratings as they were, every other
-    rating of ``entries`` (``judgmentRatings``) on the human scale (times ``scale``)."""
+def filled(kept: Ratings, entries: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, float]]:
+    """The ratings of a filled judgment list: the kept human ratings as they were, and every
+    other rating of ``entries`` (its ``judgmentRatings``, already on the list's scale)."""
     out = {q: dict(rated) for q, rated in kept.items()}
     for entry in entries:
         query = str(entry["query"])
@@ -200,7 +202,7 @@ def filled(kept: Ratings, entries: Sequence[Mapping[str, Any]],
         for rating in entry.get("ratings") or []:
             doc = str(rating["docId"])
             if doc not in human and rating.get("rating") not in (None, ""):
-                mine[doc] = float(rating["rating"]) * scale
+                mine[doc] = float(rating["rating"])
     return out
 
 
@@ -318,7 +320,8 @@ def _fill_figures(answer: Mapping[str, Any], judgment: Mapping[str, Any],
     unrated = int(pool.get("unrated", 0))
     # each unrated pair asked once at most (issue 45): a fill costs no more calls than holes
     assert calls <= unrated, f"{calls} calls for {unrated} unrated pairs"
-    return {"pool": pool, "filled": metadata.get("filled"), "usage": usage, "sources": sources,
+    return {"pool": pool, "filled": metadata.get("filled"), "scale": metadata.get("scale"),
+            "usage": usage, "sources": sources,
             "calls": calls, "calls_within_unrated": calls <= unrated,
             "seconds": round(wall, 2)}
 
@@ -380,7 +383,7 @@ def _measure(bench: Bench, wb: Workbench, queries: list[str], human: Ratings, ll
                  "scale": "3/2/1/0 (Exact/Substitute/Complement/Irrelevant), NDCG with "
                           "exponential gain 2^r - 1 (workbench.metrics)"},
         "k": K, "configurations": CONFIGURATIONS, "judge": JUDGE,
-        "filled_rating_scale": f"judge or model rating (0-1) x {HUMAN_TOP:g}",
+        "context_fields": CONTEXT_FIELDS,
         "truth": {"ndcg@10": _rounded(truth), "check": f"max |offline - stored exactMetrics| "
                                                        f"= {gap:.2e}"},
         "llm": {"url": llm_url, "queries": len(subset) if llm_set else 0,
@@ -400,7 +403,7 @@ def _measure(bench: Bench, wb: Workbench, queries: list[str], human: Ratings, ll
         if "reference" in fills:
             run = wb.experiment(query_set, list(configs.values()),
                                 wb.judgment(f"holes: {name}", kept))
-            wall, answer, judgment = wb.fill(run, {"judge": JUDGE})
+            wall, answer, judgment = wb.fill(run, {"judge": JUDGE, "contextFields": CONTEXT_FIELDS})
             ratings = filled(kept, judgment.get("judgmentRatings") or [])
             scores["reference"] = mean_ndcg(results, ratings, queries)
             sub["reference"] = mean_ndcg(results, ratings, subset)
@@ -409,7 +412,8 @@ def _measure(bench: Bench, wb: Workbench, queries: list[str], human: Ratings, ll
             few = {q: r for q, r in kept.items() if q in set(subset)}
             run = wb.experiment(llm_set, list(configs.values()),
                                 wb.judgment(f"holes: {name}, {len(subset)} queries", few))
-            wall, answer, judgment = wb.fill(run, {"modelId": MODEL})
+            wall, answer, judgment = wb.fill(run, {"modelId": MODEL,
+                                                   "contextFields": CONTEXT_FIELDS})
             ratings = filled(few, judgment.get("judgmentRatings") or [])
             sub["llm"] = mean_ndcg(results, ratings, subset)
             entry["fills"]["llm"] = _fill_figures(answer, judgment, wall)
@@ -516,7 +520,9 @@ def markdown(report: Mapping[str, Any]) -> str:
                 cells.append("—" if not s or s["mean"] is None else
                              f"{s['mean']:.2f} ({s['min']:.2f} / {s['median']:.2f} / "
                              f"{s['max']:.2f})")
-            count = block[label][methods[0]]["pools"]
+            if not block[label]:
+                continue
+            count = next(iter(block[label].values()))["pools"]
             lines.append(f"| {count} {label} | " + " | ".join(cells) + " |")
         low = block["low"]
         cells = [_fmt(low["mean"].get(m)) for m in methods]
@@ -552,10 +558,10 @@ def run(bench: Bench) -> list[Result]:
         raise ValueError(f"unknown fill(s) {sorted(unknown)}: reference, llm")
     data = options.get("data") or os.environ.get("WORKBENCH_DATA_DIR")
     report = measure(bench, llm_url, llm_model, llm_queries, data, fills)
-    print(markdown(report))
     out = Path(bench.out) / "holes.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(report, indent=2) + "\n")
+    print(markdown(report))
     print(f"   wrote {out}")
 
     results: list[Result] = []

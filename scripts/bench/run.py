@@ -48,7 +48,7 @@ def main(argv: list[str] | None = None) -> int:
     coldstart.add_argument("--llm-queries", type=int,
                            help="documents (one query each) the LLM generator is given "
                                 "(default 60; the reference generator always gets 150); for "
-                                "holes, the queries the LLM fills (default 10)")
+                                "holes, the queries the LLM fills (default 5)")
     coldstart.add_argument("--llm-model", help="holes: the model name sent to --llm-url "
                                                "(default \"model\", what llama.cpp accepts)")
     coldstart.add_argument("--fills", default="reference,llm",

@@ -1,6 +1,6 @@
 """The pure pieces of the holes benchmark (scripts/bench/holes.py) on hand-worked examples: the
 kept ratings of a pool, the pools, NDCG@10 with holes as zeros and condensed, the filled
-list's ratings on the human scale, Kendall's tau of two scorings and its summary."""
+list's ratings, Kendall's tau of two scorings and its summary."""
 
 from __future__ import annotations
 
@@ -69,14 +69,13 @@ def test_with_every_document_judged_condensed_is_standard() -> None:
         mean_ndcg(RESULTS, ratings, ["q"]))
 
 
-def test_a_filled_list_keeps_the_human_ratings_and_scales_the_rest() -> None:
+def test_a_filled_list_keeps_the_human_ratings_and_adds_the_rest() -> None:
     kept = {"q": {"a": 3.0}}
     entries = [{"query": "q", "ratings": [{"docId": "a", "rating": "3", "source": "human"},
                                           {"docId": "b", "rating": "0.5", "source": "llm"}]},
                {"query": "r", "ratings": [{"docId": "c", "rating": "1.0"},
                                           {"docId": "d", "rating": None}]}]
-    assert filled(kept, entries) == {"q": {"a": 3.0, "b": 1.5}, "r": {"c": 3.0}}
-    assert filled(kept, entries, scale=1.0) == {"q": {"a": 3.0, "b": 0.5}, "r": {"c": 1.0}}
+    assert filled(kept, entries) == {"q": {"a": 3.0, "b": 0.5}, "r": {"c": 1.0}}
     assert kept == {"q": {"a": 3.0}}  # not changed in place
 
 
