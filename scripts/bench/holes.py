@@ -62,11 +62,13 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import redis
 from opensearchpy.helpers import scan
 
 from scripts.bench.coldstart import data_paths, on_shipped_scale, tau
 from scripts.bench.common import Bench, Result, timed, wait_status
 from workbench.metrics import condensed_ndcg, evaluate_many
+from workbench.redis_keys import queued_key
 
 K = 10
 INDEX = "bench-holes"
@@ -225,11 +227,25 @@ def pool_name(pool: Sequence[str]) -> str:
 # Through the workbench (needs the services)
 
 
-class Workbench:
-    """The HTTP calls of one run, and what it created (deleted at the end)."""
+#: the task an older worker's sweeper expects a PROCESSING judgment to run (it does not know
+#: workbench.holes.fill, jobs/sweeper.py ``BY_TYPE``)
+OLD_JUDGMENT_TASK = "workbench.judgments.generate"
 
-    def __init__(self, api: Any) -> None:
+
+class Workbench:
+    """The HTTP calls of one run, and what it created (deleted at the end).
+
+    ``guard``: a Redis client. The services are shared: a worker of an older version on the same
+    cluster sweeps every PROCESSING judgment, and, not knowing the fill's task, takes a fill
+    running longer than its grace for a lost ``LLM_JUDGMENT`` and re-runs it as one, which ends
+    it ERROR. While a fill runs, the bench writes the queued marker such a sweeper looks for
+    (``jobs/leases.py``), so it leaves the fill alone; this worker's own sweeper reads the fill's
+    task and is not affected.
+    """
+
+    def __init__(self, api: Any, guard: Any = None) -> None:
         self.api = api
+        self.guard = guard
         self.created: list[str] = []
 
     def put(self, path: str, body: dict[str, Any], key: str) -> str:
@@ -276,8 +292,16 @@ class Workbench:
             reply = self.api.srw("POST", f"/experiments/{experiment_id}/_fill",
                                  dict(body, size=K))
             assert reply.status == 200, (reply.status, reply.data[:500])
-            self.created.append(f"/judgments/{reply.json['judgment_id']}")
-            return reply.json, self.done(f"/judgments/{reply.json['judgment_id']}")
+            judgment_id = str(reply.json["judgment_id"])
+            self.created.append(f"/judgments/{judgment_id}")
+            marker = queued_key(OLD_JUDGMENT_TASK, judgment_id)
+            if self.guard is not None:
+                self.guard.set(marker, "workbench bench holes: a fill, not an LLM judgment")
+            try:
+                return reply.json, self.done(f"/judgments/{judgment_id}")
+            finally:
+                if self.guard is not None:
+                    self.guard.delete(marker)
 
         wall, (answer, judgment) = timed(run)
         return wall, answer, judgment
@@ -347,7 +371,7 @@ def measure(bench: Bench, llm_url: str, llm_model: str, llm_queries: int, data: 
     # llama.cpp's server answers one call at a time (docs/llm-models.md)
     bench.worker(WORKBENCH_MODELS=models, WORKBENCH_WORKER_CONCURRENCY="1",
                  WORKBENCH_LLM_CONCURRENCY="1")
-    wb = Workbench(bench.api(server))
+    wb = Workbench(bench.api(server), redis.Redis.from_url(bench.redis_url))
     started = time.monotonic()
     try:
         return _measure(bench, wb, queries, human, llm_queries, llm_url, fills, log, started,
@@ -403,20 +427,19 @@ def _measure(bench: Bench, wb: Workbench, queries: list[str], human: Ratings, ll
         if "reference" in fills:
             run = wb.experiment(query_set, list(configs.values()),
                                 wb.judgment(f"holes: {name}", kept))
-            wall, answer, judgment = wb.fill(run, {"judge": JUDGE, "contextFields": CONTEXT_FIELDS})
-            ratings = filled(kept, judgment.get("judgmentRatings") or [])
-            scores["reference"] = mean_ndcg(results, ratings, queries)
-            sub["reference"] = mean_ndcg(results, ratings, subset)
-            entry["fills"]["reference"] = _fill_figures(answer, judgment, wall)
+            got = _filled(wb, run, {"judge": JUDGE, "contextFields": CONTEXT_FIELDS}, kept,
+                          entry["fills"], "reference")
+            if got is not None:
+                scores["reference"] = mean_ndcg(results, got, queries)
+                sub["reference"] = mean_ndcg(results, got, subset)
         if llm_set:
             few = {q: r for q, r in kept.items() if q in set(subset)}
             run = wb.experiment(llm_set, list(configs.values()),
                                 wb.judgment(f"holes: {name}, {len(subset)} queries", few))
-            wall, answer, judgment = wb.fill(run, {"modelId": MODEL,
-                                                   "contextFields": CONTEXT_FIELDS})
-            ratings = filled(few, judgment.get("judgmentRatings") or [])
-            sub["llm"] = mean_ndcg(results, ratings, subset)
-            entry["fills"]["llm"] = _fill_figures(answer, judgment, wall)
+            got = _filled(wb, run, {"modelId": MODEL, "contextFields": CONTEXT_FIELDS}, few,
+                          entry["fills"], "llm")
+            if got is not None:
+                sub["llm"] = mean_ndcg(results, got, subset)
         entry["ndcg@10"] = {m: _rounded(s) for m, s in scores.items()}
         entry["tau"] = {m: _round(ranking_tau(truth, s)) for m, s in scores.items()}
         entry["on_llm_queries"] = {
@@ -446,6 +469,19 @@ def _check(results: Results, stored: Mapping[str, Mapping[str, float]], human: R
     return gap
 
 
+def _filled(wb: Workbench, experiment_id: str, body: dict[str, Any], kept: Ratings,
+            figures: dict[str, Any], method: str) -> dict[str, dict[str, float]] | None:
+    """Fill the experiment's holes: the filled ratings, and the fill's figures in ``figures``
+    (a fill that ends ERROR is recorded with its reason, and the pool goes without it)."""
+    try:
+        wall, answer, judgment = wb.fill(experiment_id, body)
+    except RuntimeError as exc:
+        figures[method] = {"error": str(exc)}
+        return None
+    figures[method] = _fill_figures(answer, judgment, wall)
+    return filled(kept, judgment.get("judgmentRatings") or [])
+
+
 def _round(value: float | None) -> float | None:
     return None if value is None else round(value, 4)
 
@@ -473,7 +509,10 @@ def summarise(entries: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         out[scope] = block
     cost: dict[str, Any] = {}
     for method in ("reference", "llm"):
-        done = [e["fills"][method] for e in entries if method in e["fills"]]
+        errors = [pool_name(e["pool"]) for e in entries
+                  if "error" in e["fills"].get(method, {})]
+        done = [e["fills"][method] for e in entries
+                if method in e["fills"] and "error" not in e["fills"][method]]
         if not done:
             continue
         cost[method] = {
@@ -488,7 +527,8 @@ def summarise(entries: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
             "cost": (sum(float(f["usage"]["cost"]) for f in done if "cost" in f["usage"])
                      if any("cost" in f["usage"] for f in done) else None),
             "seconds": round(sum(f["seconds"] for f in done), 1),
-            "every_fill_within_unrated": all(f["calls_within_unrated"] for f in done)}
+            "every_fill_within_unrated": all(f["calls_within_unrated"] for f in done),
+            "failed_fills": errors}
     out["fills"] = cost
     return out
 
