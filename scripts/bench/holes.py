@@ -66,7 +66,7 @@ import redis
 from opensearchpy.helpers import scan
 
 from scripts.bench.coldstart import data_paths, on_shipped_scale, tau
-from scripts.bench.common import Bench, Result, timed, wait_status
+from scripts.bench.common import Bench, Result, timed
 from workbench.metrics import condensed_ndcg, evaluate_many
 from workbench.redis_keys import queued_key
 
@@ -230,6 +230,8 @@ def pool_name(pool: Sequence[str]) -> str:
 #: the task an older worker's sweeper expects a PROCESSING judgment to run (it does not know
 #: workbench.holes.fill, jobs/sweeper.py ``BY_TYPE``)
 OLD_JUDGMENT_TASK = "workbench.judgments.generate"
+#: how often a reply that is not the entity is read again while waiting for it
+RETRIES = 20
 
 
 class Workbench:
@@ -255,12 +257,36 @@ class Workbench:
         self.created.append(f"{path}/{entity_id}")
         return entity_id
 
-    def done(self, path: str) -> dict[str, Any]:
-        status = wait_status(self.api, path, poll=0.05, timeout=7200)
+    def done(self, path: str, timeout: float = 7200) -> dict[str, Any]:
+        """The entity once it is COMPLETED (a RuntimeError if it ends otherwise). A reply that
+        is not the entity (a 5xx of a busy machine) is read again, up to ``RETRIES`` times."""
+        deadline, misses = time.monotonic() + timeout, 0
+        while True:
+            reply = self.api.srw("GET", path, params={
+                "filter_path": "hits.hits._source.status,hits.hits._source.metadata.error"})
+            try:
+                status = reply.json["hits"]["hits"][0]["_source"]
+            except (ValueError, KeyError, IndexError, TypeError):
+                misses += 1
+                if misses > RETRIES:
+                    raise RuntimeError(f"GET {path}: {reply.status} {reply.data[:300]!r}"
+                                       ) from None
+                time.sleep(1.0)
+                continue
+            if status["status"] not in ("PROCESSING", "RETRYING"):
+                break
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"{path} still {status['status']} after {timeout:g} s")
+            time.sleep(0.05)
         if status["status"] != "COMPLETED":
             raise RuntimeError(f"{path} ended {status['status']}: "
                                f"{status.get('metadata', {}).get('error')}")
-        source: dict[str, Any] = self.api.srw("GET", path).json["hits"]["hits"][0]["_source"]
+        for _ in range(RETRIES):
+            reply = self.api.srw("GET", path)
+            if reply.status == 200:
+                break
+            time.sleep(1.0)
+        source: dict[str, Any] = reply.json["hits"]["hits"][0]["_source"]
         return source
 
     def query_set(self, name: str, queries: Sequence[str]) -> str:

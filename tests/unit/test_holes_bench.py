@@ -4,7 +4,9 @@ list's ratings, Kendall's tau of two scorings and its summary."""
 
 from __future__ import annotations
 
+import json
 import math
+from pathlib import Path
 
 import pytest
 
@@ -13,6 +15,7 @@ from scripts.bench.holes import (
     filled,
     kept_ratings,
     low_pools,
+    markdown,
     mean_condensed_ndcg,
     mean_ndcg,
     pools,
@@ -95,3 +98,13 @@ def test_low_pools_are_those_where_zeros_gives_tau_at_most_the_line() -> None:
     taus = {"A": {"zeros": 0.4, "condensed": 0.9}, "B": {"zeros": 0.41},
             "C": {"zeros": None, "condensed": 0.1}, "D": {"zeros": -0.2}}
     assert low_pools(taus) == {"A": {"zeros": 0.4, "condensed": 0.9}, "D": {"zeros": -0.2}}
+
+
+def test_the_page_quotes_the_recorded_run() -> None:
+    """docs/performance.md holds the tables of scripts/bench/results/holes.json, so its figures
+    cannot go stale."""
+    repo = Path(__file__).resolve().parents[2]
+    report = json.loads((repo / "scripts/bench/results/holes.json").read_text())
+    page = (repo / "docs" / "performance.md").read_text()
+    for table in markdown(report).split("\n\n"):
+        assert table in page
