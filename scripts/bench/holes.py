@@ -2,7 +2,8 @@
 are kept, how well do the remedies rank the configurations?
 
     workbench bench --only holes [--llm-url URL] [--llm-model NAME] [--llm-queries N]
-                    [--data DIR] [--quick] [--out DIR]
+                    [--llm-pools low|single|all] [--fills reference,llm] [--data DIR]
+                    [--quick] [--out DIR]
 
 Opt-in (a bare ``workbench bench`` leaves it out; ``scripts/bench/run.py``, ``OPT_IN``): it
 runs several minutes, most of it the LLM's.
@@ -36,10 +37,12 @@ What is measured, and why this way:
   small model's prompts short. The route puts a new 0-1 rating on the list's scale (times its
   top rating, 3 here: ``metadata.scale``), so a document the judge finds fully relevant gains
   as an Exact match; the bench reads the filled list as stored. The small CPU model is slow,
-  so (d) runs on the first
-  ``--llm-queries`` queries only (default ``DEFAULT_LLM_QUERIES``), and is compared with the
-  truth, (a), (b) and (c) on those same queries; the judgment cache makes the later pools' fills
-  cheap, and the calls of each fill are reported as they were.
+  so (d) runs on the first ``--llm-queries`` queries only (default ``DEFAULT_LLM_QUERIES``)
+  and for the pools ``--llm-pools`` names (default ``low``: those where (a) gives tau <= 0.4
+  over all queries, the issue's target), and is compared with the truth, (a), (b) and (c) on
+  those same queries. The judgment cache keeps every rating the model gave, so a later pool
+  asks only what no earlier fill got; a pair the model failed to rate is asked again. The
+  calls of each fill are reported as they were.
 * **Agreement**: Kendall's tau-b of each ranking against the truth, summarised (mean, min,
   median, max) over the single-configuration pools and over the pair pools; the pools where (a)
   gives tau <= 0.4 are listed with what the remedies give there (the issue's target: >= 0.8).
@@ -76,6 +79,8 @@ MODEL = "bench-holes-llm"
 JUDGE = "token_overlap"
 DEFAULT_LLM_URL = "http://127.0.0.1:9600/v1"
 DEFAULT_LLM_QUERIES = 5
+#: which pools the LLM fills (``wants_llm``)
+LLM_POOLS = ("low", "single", "all")
 #: what the judge and the model are shown of a document
 CONTEXT_FIELDS = ["title"]
 #: the issue's line: where holes-as-zeros gives tau <= LOW, the remedies should give >= TARGET
@@ -217,6 +222,16 @@ def low_pools(pool_taus: Mapping[str, Mapping[str, float | None]],
         if zeros is not None and zeros <= low:
             out[pool] = dict(taus)
     return out
+
+
+def wants_llm(which: str, pool: Sequence[str], zeros_tau: float | None) -> bool:
+    """Whether the LLM fills this pool: ``all``, ``single`` (the one-configuration pools) or
+    ``low`` (those where holes-as-zeros gives tau <= LOW over all queries: the issue's target)."""
+    if which == "all":
+        return True
+    if which == "single":
+        return len(pool) == 1
+    return zeros_tau is not None and zeros_tau <= LOW
 
 
 def pool_name(pool: Sequence[str]) -> str:
@@ -377,7 +392,8 @@ def _fill_figures(answer: Mapping[str, Any], judgment: Mapping[str, Any],
 
 
 def measure(bench: Bench, llm_url: str, llm_model: str, llm_queries: int, data: str | None,
-            fills: Sequence[str], log: Callable[[str], None] = print) -> dict[str, Any]:
+            fills: Sequence[str], llm_pools: str = "low",
+            log: Callable[[str], None] = print) -> dict[str, Any]:
     """Every figure of one run (``holes.json``)."""
     from workbench.config import Config
     from workbench.demo.load import load_demo, read_json
@@ -401,14 +417,14 @@ def measure(bench: Bench, llm_url: str, llm_model: str, llm_queries: int, data: 
     started = time.monotonic()
     try:
         return _measure(bench, wb, queries, human, llm_queries, llm_url, fills, log, started,
-                        products_path.name)
+                        products_path.name, llm_pools)
     finally:
         wb.delete_all()
 
 
 def _measure(bench: Bench, wb: Workbench, queries: list[str], human: Ratings, llm_queries: int,
              llm_url: str, fills: Sequence[str], log: Callable[[str], None], started: float,
-             catalogue: str) -> dict[str, Any]:
+             catalogue: str, llm_pools: str) -> dict[str, Any]:
     query_set = wb.query_set("holes: ESCI, each query its own reference answer", queries)
     configs = {name: wb.put("/search_configurations", {
         "name": f"holes {name}", "index": INDEX, "query": json.dumps(body)},
@@ -436,7 +452,7 @@ def _measure(bench: Bench, wb: Workbench, queries: list[str], human: Ratings, ll
         "context_fields": CONTEXT_FIELDS,
         "truth": {"ndcg@10": _rounded(truth), "check": f"max |offline - stored exactMetrics| "
                                                        f"= {gap:.2e}"},
-        "llm": {"url": llm_url, "queries": len(subset) if llm_set else 0,
+        "llm": {"url": llm_url, "queries": len(subset) if llm_set else 0, "pools": llm_pools,
                 "truth_ndcg@10_on_those_queries": _rounded(truth_subset)},
         "pools": []}
 
@@ -458,7 +474,7 @@ def _measure(bench: Bench, wb: Workbench, queries: list[str], human: Ratings, ll
             if got is not None:
                 scores["reference"] = mean_ndcg(results, got, queries)
                 sub["reference"] = mean_ndcg(results, got, subset)
-        if llm_set:
+        if llm_set and wants_llm(llm_pools, pool, ranking_tau(truth, scores["zeros"])):
             few = {q: r for q, r in kept.items() if q in set(subset)}
             run = wb.experiment(llm_set, list(configs.values()),
                                 wb.judgment(f"holes: {name}, {len(subset)} queries", few))
@@ -622,8 +638,11 @@ def run(bench: Bench) -> list[Result]:
     unknown = set(fills) - {"reference", "llm"}
     if unknown:
         raise ValueError(f"unknown fill(s) {sorted(unknown)}: reference, llm")
+    llm_pools = str(options.get("llm_pools") or "low")
+    if llm_pools not in LLM_POOLS:
+        raise ValueError(f"--llm-pools {llm_pools}: one of {', '.join(LLM_POOLS)}")
     data = options.get("data") or os.environ.get("WORKBENCH_DATA_DIR")
-    report = measure(bench, llm_url, llm_model, llm_queries, data, fills)
+    report = measure(bench, llm_url, llm_model, llm_queries, data, fills, llm_pools)
     out = Path(bench.out) / "holes.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(report, indent=2) + "\n")

@@ -4,7 +4,8 @@
                            ab_search,ab_results,coldstart,holes]
                     [--quick] [--out DIR]
                     [--generators reference,llm] [--llm-url URL] [--llm-model NAME]
-                    [--llm-queries N] [--fills reference,llm] [--data DIR]
+                    [--llm-queries N] [--llm-pools low|single|all] [--fills reference,llm]
+                    [--data DIR]
 
 A bare ``workbench bench`` runs every benchmark but the opt-in ones (``OPT_IN``: ``holes``,
 which takes several minutes of LLM calls); ``--only holes`` runs it.
@@ -49,6 +50,9 @@ def main(argv: list[str] | None = None) -> int:
                            help="documents (one query each) the LLM generator is given "
                                 "(default 60; the reference generator always gets 150); for "
                                 "holes, the queries the LLM fills (default 5)")
+    coldstart.add_argument("--llm-pools", choices=("low", "single", "all"),
+                           help="holes: the pools the LLM fills (default low: those where "
+                                "holes as zeros gives tau <= 0.4)")
     coldstart.add_argument("--llm-model", help="holes: the model name sent to --llm-url "
                                                "(default \"model\", what llama.cpp accepts)")
     coldstart.add_argument("--fills", default="reference,llm",
@@ -65,7 +69,7 @@ def main(argv: list[str] | None = None) -> int:
     bench = Bench(quick=args.quick, out=Path(args.out), options={
         "generators": args.generators, "llm_url": args.llm_url,
         "llm_queries": args.llm_queries, "data": args.data, "llm_model": args.llm_model,
-        "fills": args.fills})
+        "fills": args.fills, "llm_pools": args.llm_pools})
     results: list[Result] = []
     try:
         for name in chosen:
@@ -84,6 +88,7 @@ def main(argv: list[str] | None = None) -> int:
         (f" --llm-url {args.llm_url}" if args.llm_url else "") + \
         (f" --llm-model {args.llm_model}" if args.llm_model else "") + \
         (f" --llm-queries {args.llm_queries}" if args.llm_queries else "") + \
+        (f" --llm-pools {args.llm_pools}" if args.llm_pools else "") + \
         (f" --fills {args.fills}" if args.fills != "reference,llm" else "")
     date = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     kept, earlier = previous_results(Path(args.out), set(chosen)) if args.only else ([], [])
