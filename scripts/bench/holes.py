@@ -456,7 +456,7 @@ def _measure(bench: Bench, wb: Workbench, queries: list[str], human: Ratings, ll
                 "truth_ndcg@10_on_those_queries": _rounded(truth_subset)},
         "pools": []}
 
-    for pool in pools(list(configs)):
+    for number, pool in enumerate(pools(list(configs)), 1):
         kept = kept_ratings(human, results, pool)
         name = pool_name(pool)
         entry: dict[str, Any] = {
@@ -468,7 +468,7 @@ def _measure(bench: Bench, wb: Workbench, queries: list[str], human: Ratings, ll
                "condensed": mean_condensed_ndcg(results, kept, subset)}
         if "reference" in fills:
             run = wb.experiment(query_set, list(configs.values()),
-                                wb.judgment(f"holes: {name}", kept))
+                                wb.judgment(f"holes: pool {number}", kept))
             got = _filled(wb, run, {"judge": JUDGE, "contextFields": CONTEXT_FIELDS}, kept,
                           entry["fills"], "reference")
             if got is not None:
@@ -477,7 +477,7 @@ def _measure(bench: Bench, wb: Workbench, queries: list[str], human: Ratings, ll
         if llm_set and wants_llm(llm_pools, pool, ranking_tau(truth, scores["zeros"])):
             few = {q: r for q, r in kept.items() if q in set(subset)}
             run = wb.experiment(llm_set, list(configs.values()),
-                                wb.judgment(f"holes: {name}, {len(subset)} queries", few))
+                                wb.judgment(f"holes: pool {number}, {len(subset)} queries", few))
             got = _filled(wb, run, {"modelId": MODEL, "contextFields": CONTEXT_FIELDS}, few,
                           entry["fills"], "llm")
             if got is not None:
