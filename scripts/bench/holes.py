@@ -90,6 +90,8 @@ METHODS = ("zeros", "condensed", "reference", "llm")
 LABELS = {"zeros": "(a) NDCG@10, holes as zeros", "condensed": "(b) NDCG'@10 (condensed)",
           "reference": f"(c) NDCG@10, filled by {JUDGE}", "llm": "(d) NDCG@10, filled by the LLM"}
 
+FILLERS = {"reference": f"(c) reference judge `{JUDGE}`", "llm": "(d) LLM"}
+
 _TEXT = "%SearchText%"
 CONFIGURATIONS: dict[str, dict[str, Any]] = {
     "multi_match_all": {"query": {"multi_match": {
@@ -532,23 +534,26 @@ def _rounded(scores: Mapping[str, float]) -> dict[str, float]:
     return {n: round(v, 4) for n, v in scores.items()}
 
 
+def _means(taus: Mapping[str, Mapping[str, float | None]]) -> dict[str, float | None]:
+    return {m: summary(t.get(m) for t in taus.values())["mean"] for m in METHODS
+            if any(m in t for t in taus.values())}
+
+
 def summarise(entries: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    """The tau summaries of single and pair pools (all queries, and the LLM's queries), the
-    low pools, and the fills' cost."""
-    out: dict[str, Any] = {}
-    for scope, key in (("all_queries", None), ("llm_queries", "on_llm_queries")):
-        block: dict[str, Any] = {}
-        for size, label in ((1, "single"), (2, "pair")):
-            chosen = [e for e in entries if len(e["pool"]) == size]
-            taus = [(e[key] if key else e)["tau"] for e in chosen]
-            methods = [m for m in METHODS if any(m in t for t in taus)]
-            block[label] = {m: summary(t.get(m) for t in taus) for m in methods}
-        named = {pool_name(e["pool"]): (e[key] if key else e)["tau"] for e in entries}
-        low = low_pools(named)
-        block["low"] = {"pools": low, "count": len(low), "mean": {
-            m: summary(t.get(m) for t in low.values())["mean"] for m in METHODS
-            if any(m in t for t in low.values())}}
-        out[scope] = block
+    """Over all queries: the tau summaries of the single and the pair pools, and the pools where
+    holes as zeros gives tau <= LOW; over the LLM's queries, every pool the LLM filled; and the
+    fills' cost."""
+    block: dict[str, Any] = {}
+    for size, label in ((1, "single"), (2, "pair")):
+        taus = [e["tau"] for e in entries if len(e["pool"]) == size]
+        methods = [m for m in METHODS if any(m in t for t in taus)]
+        block[label] = {m: summary(t.get(m) for t in taus) for m in methods}
+    low = low_pools({pool_name(e["pool"]): e["tau"] for e in entries})
+    block["low"] = {"pools": low, "count": len(low), "mean": _means(low)}
+    filled_by_llm = {pool_name(e["pool"]): e["on_llm_queries"]["tau"] for e in entries
+                     if "llm" in e["fills"]}
+    out: dict[str, Any] = {"all_queries": block, "llm_queries": {
+        "pools": filled_by_llm, "count": len(filled_by_llm), "mean": _means(filled_by_llm)}}
     cost: dict[str, Any] = {}
     for method in ("reference", "llm"):
         errors = [pool_name(e["pool"]) for e in entries
@@ -582,37 +587,42 @@ def _fmt(value: float | None) -> str:
     return "—" if value is None else f"{value:.2f}"
 
 
+def _pool_rows(block: Mapping[str, Any], methods: Sequence[str], what: str) -> list[str]:
+    """A mean row over the pools of ``block``, then one row per pool."""
+    head = f"{block['count']} pools{' ' + what if what else ''}, mean"
+    lines = [f"| {head} | " + " | ".join(_fmt(block["mean"].get(m)) for m in methods) + " |"]
+    for pool, taus in block["pools"].items():
+        lines.append(f"| `{pool}` | " + " | ".join(_fmt(taus.get(m)) for m in methods) + " |")
+    return lines
+
+
 def markdown(report: Mapping[str, Any]) -> str:
     """The tables docs/performance.md quotes (a unit test checks the page holds them)."""
     truth = report["truth"]["ndcg@10"]
     lines = ["| Configuration | NDCG@10, all human ratings |", "|---|---|"]
     lines += [f"| `{n}` | {v:.3f} |" for n, v in sorted(truth.items(), key=lambda x: -x[1])]
-    for scope, title in (("all_queries", f"{report['data']['queries']} queries"),
-                         ("llm_queries", f"the first {report['llm']['queries']} queries")):
-        block = report["summary"][scope]
-        methods = [m for m in METHODS if m in block["single"] or m in block["pair"]]
-        if scope == "llm_queries" and "llm" not in methods:
+    block = report["summary"]["all_queries"]
+    methods = [m for m in METHODS if m in block["single"] or m in block["pair"]]
+    lines += ["", f"| Pools ({report['data']['queries']} queries): mean (min / median / max) | "
+              + " | ".join(LABELS[m] for m in methods) + " |", "|---" * (1 + len(methods)) + "|"]
+    for label in ("single", "pair"):
+        if not block[label]:
             continue
-        lines += ["", f"| Pools ({title}) | " + " | ".join(LABELS[m] for m in methods)
-                  + " |", "|---" * (1 + len(methods)) + "|"]
-        for label in ("single", "pair"):
-            cells = []
-            for m in methods:
-                s = block[label].get(m)
-                cells.append("—" if not s or s["mean"] is None else
-                             f"{s['mean']:.2f} ({s['min']:.2f} / {s['median']:.2f} / "
-                             f"{s['max']:.2f})")
-            if not block[label]:
-                continue
-            count = next(iter(block[label].values()))["pools"]
-            lines.append(f"| {count} {label} | " + " | ".join(cells) + " |")
-        low = block["low"]
-        cells = [_fmt(low["mean"].get(m)) for m in methods]
-        lines.append(f"| {low['count']} where (a) τ ≤ {LOW:g}, mean | " + " | ".join(cells)
-                     + " |")
-        for pool, taus in low["pools"].items():
-            lines.append(f"| `{pool}` | " + " | ".join(_fmt(taus.get(m)) for m in methods)
-                         + " |")
+        cells = []
+        for m in methods:
+            s = block[label].get(m)
+            cells.append("—" if not s or s["mean"] is None else
+                         f"{s['mean']:.2f} ({s['min']:.2f} / {s['median']:.2f} / {s['max']:.2f})")
+        count = next(iter(block[label].values()))["pools"]
+        lines.append(f"| {count} {label} | " + " | ".join(cells) + " |")
+    lines += _pool_rows(block["low"], methods, f"where (a) τ ≤ {LOW:g}")
+    llm = report["summary"]["llm_queries"]
+    if llm["count"]:
+        methods = [m for m in METHODS if m in llm["mean"]]
+        lines += ["", f"| Pools the LLM filled (the first {report['llm']['queries']} queries) | "
+                  + " | ".join(LABELS[m] for m in methods) + " |",
+                  "|---" * (1 + len(methods)) + "|"]
+        lines += _pool_rows(llm, methods, "")
     fills = report["summary"]["fills"]
     if fills:
         lines += ["", "| Filling | Fills | Unrated pairs | Calls | First fill: calls / unrated "
@@ -620,7 +630,7 @@ def markdown(report: Mapping[str, Any]) -> str:
                   "|---|---|---|---|---|---|---|---|---|"]
         for method, f in fills.items():
             lines.append(
-                f"| {LABELS[method][4:]} | {f['fills']} | {f['unrated_pairs']:,} | "
+                f"| {FILLERS[method]} | {f['fills']} | {f['unrated_pairs']:,} | "
                 f"{f['calls']:,} | {f['first_fill_calls']:,} / {f['first_fill_unrated']:,} | "
                 f"{f['cached_ratings']:,} | {f['input_tokens']:,} / {f['output_tokens']:,} | "
                 f"{'—' if f['cost'] is None else f['cost']} | {f['seconds']:g} |")
@@ -650,17 +660,21 @@ def run(bench: Bench) -> list[Result]:
     print(f"   wrote {out}")
 
     results: list[Result] = []
-    for scope in ("all_queries", "llm_queries"):
-        block = report["summary"][scope]
-        where = (f"{report['data']['queries']} queries" if scope == "all_queries"
-                 else f"first {report['llm']['queries']} queries")
-        for label in ("single", "pair"):
-            for method, s in block[label].items():
-                if s["mean"] is None or (scope == "llm_queries" and method != "llm"):
-                    continue
-                results.append(Result(
-                    "holes", f"{LABELS[method]}, {s['pools']} {label}-configuration pools, "
-                    f"{where}: mean Kendall tau vs all human ratings", s["mean"], 1.0,
-                    unit="tau", higher_is_better=True,
-                    details={"min / median / max": f"{s['min']} / {s['median']} / {s['max']}"}))
+    block = report["summary"]["all_queries"]
+    for label in ("single", "pair"):
+        for method, s in block[label].items():
+            if s["mean"] is None:
+                continue
+            results.append(Result(
+                "holes", f"{LABELS[method]}, {s['pools']} {label}-configuration pools, "
+                f"{report['data']['queries']} queries: mean Kendall tau vs all human ratings",
+                s["mean"], 1.0, unit="tau", higher_is_better=True,
+                details={"min / median / max": f"{s['min']} / {s['median']} / {s['max']}"}))
+    llm = report["summary"]["llm_queries"]
+    if llm["mean"].get("llm") is not None:
+        results.append(Result(
+            "holes", f"{LABELS['llm']}, {llm['count']} pools, first {report['llm']['queries']} "
+            "queries: mean Kendall tau vs all human ratings", llm["mean"]["llm"], 1.0,
+            unit="tau", higher_is_better=True,
+            details={m: v for m, v in llm["mean"].items() if m != "llm"}))
     return results

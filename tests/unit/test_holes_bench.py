@@ -20,7 +20,9 @@ from scripts.bench.holes import (
     mean_ndcg,
     pools,
     ranking_tau,
+    summarise,
     summary,
+    wants_llm,
 )
 
 RESULTS = {"A": {"q": ["a", "b", "c"], "r": ["d"]},
@@ -98,6 +100,39 @@ def test_low_pools_are_those_where_zeros_gives_tau_at_most_the_line() -> None:
     taus = {"A": {"zeros": 0.4, "condensed": 0.9}, "B": {"zeros": 0.41},
             "C": {"zeros": None, "condensed": 0.1}, "D": {"zeros": -0.2}}
     assert low_pools(taus) == {"A": {"zeros": 0.4, "condensed": 0.9}, "D": {"zeros": -0.2}}
+
+
+def test_which_pools_the_llm_fills() -> None:
+    assert wants_llm("all", ("A", "B"), 0.9)
+    assert wants_llm("single", ("A",), 0.9) and not wants_llm("single", ("A", "B"), 0.1)
+    assert wants_llm("low", ("A", "B"), 0.4) and not wants_llm("low", ("A",), 0.41)
+    assert not wants_llm("low", ("A",), None)
+
+
+def test_the_summary_of_a_run() -> None:
+    fill = {"pool": {"unrated": 10}, "usage": {"llmCalls": 4, "cachedRatings": 1}, "calls": 4,
+            "seconds": 2.0, "calls_within_unrated": True}
+    entries = [
+        {"pool": ["A"], "tau": {"zeros": 0.2, "condensed": 0.6}, "fills": {"llm": fill},
+         "on_llm_queries": {"tau": {"zeros": 0.0, "llm": 1.0}}},
+        {"pool": ["B"], "tau": {"zeros": 1.0, "condensed": 1.0}, "fills": {},
+         "on_llm_queries": {"tau": {"zeros": 1.0}}},
+        {"pool": ["A", "B"], "tau": {"zeros": 0.4, "condensed": None},
+         "fills": {"llm": {"error": "ended ERROR"}}, "on_llm_queries": {"tau": {"zeros": 0.5}}},
+    ]
+    got = summarise(entries)
+    block = got["all_queries"]
+    assert block["single"]["zeros"] == {"pools": 2, "defined": 2, "mean": 0.6, "min": 0.2,
+                                        "median": 0.6, "max": 1.0}
+    assert block["pair"]["condensed"]["defined"] == 0
+    assert block["low"] == {"count": 2, "pools": {"A": entries[0]["tau"],
+                                                  "A + B": entries[2]["tau"]},
+                            "mean": {"zeros": 0.3, "condensed": 0.6}}
+    # the pools the LLM was asked to fill, its failed fill included (without a tau)
+    assert got["llm_queries"]["count"] == 2
+    assert got["llm_queries"]["mean"] == {"zeros": 0.25, "llm": 1.0}
+    assert got["fills"]["llm"]["fills"] == 1 and got["fills"]["llm"]["calls"] == 4
+    assert got["fills"]["llm"]["failed_fills"] == ["A + B"]
 
 
 def test_the_page_quotes_the_recorded_run() -> None:
