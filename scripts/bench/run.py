@@ -1,9 +1,14 @@
 """Run the benchmarks and write ``report.md`` and ``report.json``.
 
     workbench bench [--only ubi,llm,llama,pointwise,passthrough,metrics,redaction,scale,memory,
-                           ab_search,ab_results,coldstart,monitors]
+                           ab_search,ab_results,coldstart,monitors,holes]
                     [--quick] [--out DIR]
-                    [--generators reference,llm] [--llm-url URL] [--llm-queries N] [--data DIR]
+                    [--generators reference,llm] [--llm-url URL] [--llm-model NAME]
+                    [--llm-queries N] [--llm-pools low|single|all] [--fills reference,llm]
+                    [--data DIR]
+
+A bare ``workbench bench`` runs every benchmark but the opt-in ones (``OPT_IN``: ``holes``,
+which takes several minutes of LLM calls); ``--only holes`` runs it.
 
 Services come from OPENSEARCH_URL / REDIS_URL or are started as for the tests.
 """
@@ -21,7 +26,9 @@ from scripts.bench.common import Bench, Result, machine, previous_results, write
 from scripts.paths import output
 
 BENCHMARKS = ("metrics", "redaction", "passthrough", "pointwise", "llm", "llama", "ubi",
-              "scale", "memory", "ab_search", "ab_results", "coldstart", "monitors")
+              "scale", "memory", "ab_search", "ab_results", "coldstart", "monitors", "holes")
+#: run only when named in ``--only`` (they take minutes)
+OPT_IN = ("holes",)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -32,7 +39,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", default=str(output("bench")),
                         help="report folder (default $WORKBENCH_HOME/output/bench; the figures "
                              "docs/performance.md quotes are in scripts/bench/results)")
-    coldstart = parser.add_argument_group("coldstart (a generated query set against real ones)")
+    coldstart = parser.add_argument_group("coldstart (a generated query set against real ones) "
+                                          "and holes (filling a judgment list's holes)")
     coldstart.add_argument("--generators", default="reference,llm",
                            help="query set generators to measure (default reference,llm)")
     coldstart.add_argument("--llm-url", help="the OpenAI-compatible base URL of the generating "
@@ -40,18 +48,28 @@ def main(argv: list[str] | None = None) -> int:
                                              "http://127.0.0.1:9600/v1, scripts/llama.sh)")
     coldstart.add_argument("--llm-queries", type=int,
                            help="documents (one query each) the LLM generator is given "
-                                "(default 60; the reference generator always gets 150)")
+                                "(default 60; the reference generator always gets 150); for "
+                                "holes, the queries the LLM fills (default 5)")
+    coldstart.add_argument("--llm-pools", choices=("low", "single", "all"),
+                           help="holes: the pools the LLM fills (default low: those where "
+                                "holes as zeros gives tau <= 0.4)")
+    coldstart.add_argument("--llm-model", help="holes: the model name sent to --llm-url "
+                                               "(default \"model\", what llama.cpp accepts)")
+    coldstart.add_argument("--fills", default="reference,llm",
+                           help="holes: which fills to measure (default reference,llm; none "
+                                "for the offline rankings alone)")
     coldstart.add_argument("--data", default=os.environ.get("WORKBENCH_DATA_DIR"),
                            help="folder with esci/ and ubi-sample/ (default $WORKBENCH_DATA_DIR, "
                                 "else the demo data shipped in workbench/demo/data)")
     args = parser.parse_args(argv)
-    chosen = args.only.split(",") if args.only else list(BENCHMARKS)
+    chosen = args.only.split(",") if args.only else [b for b in BENCHMARKS if b not in OPT_IN]
     unknown = set(chosen) - set(BENCHMARKS)
     if unknown:
         parser.error(f"unknown benchmark(s): {', '.join(sorted(unknown))}")
     bench = Bench(quick=args.quick, out=Path(args.out), options={
         "generators": args.generators, "llm_url": args.llm_url,
-        "llm_queries": args.llm_queries, "data": args.data})
+        "llm_queries": args.llm_queries, "data": args.data, "llm_model": args.llm_model,
+        "fills": args.fills, "llm_pools": args.llm_pools})
     results: list[Result] = []
     try:
         for name in chosen:
@@ -68,7 +86,10 @@ def main(argv: list[str] | None = None) -> int:
         (" --quick" if args.quick else "") + \
         (f" --generators {args.generators}" if args.generators != "reference,llm" else "") + \
         (f" --llm-url {args.llm_url}" if args.llm_url else "") + \
-        (f" --llm-queries {args.llm_queries}" if args.llm_queries else "")
+        (f" --llm-model {args.llm_model}" if args.llm_model else "") + \
+        (f" --llm-queries {args.llm_queries}" if args.llm_queries else "") + \
+        (f" --llm-pools {args.llm_pools}" if args.llm_pools else "") + \
+        (f" --fills {args.fills}" if args.fills != "reference,llm" else "")
     date = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     kept, earlier = previous_results(Path(args.out), set(chosen)) if args.only else ([], [])
     order = {name: i for i, name in enumerate(BENCHMARKS)}
