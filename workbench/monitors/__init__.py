@@ -1,2 +1,1 @@
-"""Monitors: a search configuration watched on a schedule, its quality judged run after run
-and alerts raised only when a drop is real (docs/monitors.md)."""
+"""Monitors: a search configuration evaluated on a schedule, with alerts a team can trust."""
