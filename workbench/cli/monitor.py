@@ -47,6 +47,9 @@ def add_command(sub: Any, conn: argparse.ArgumentParser) -> None:
     judge = create.add_mutually_exclusive_group()
     judge.add_argument("--judge", help="a reference judge (token_overlap, ...), no model")
     judge.add_argument("--model", help="an LLM judge: the model id")
+    create.add_argument("--context-fields",
+                        help="comma-separated fields of a document the judge reads (default: "
+                             "all but vectors)")
     create.add_argument("--judgments", action="append", default=[],
                         help="a judgment list whose ratings are reused (repeat)")
     create.add_argument("--metric", action="append", default=[], dest="metrics",
@@ -107,6 +110,9 @@ def body_of(args: argparse.Namespace, text: str | None) -> dict[str, Any]:
         body["judge"] = {"judge": args.judge}
     elif args.model:
         body["judge"] = {"modelId": args.model}
+    if args.context_fields:
+        body["judge"] = dict(body.get("judge") or {}, contextFields=[
+            f.strip() for f in args.context_fields.split(",") if f.strip()])
     if args.judgments:
         body["judgmentList"] = args.judgments
     if args.metrics:

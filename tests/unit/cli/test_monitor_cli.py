@@ -44,6 +44,18 @@ def test_flags_win_over_the_file_and_keep_its_other_fields() -> None:
         "judge": {"modelId": "m2"}, "goldPairs": 0, "budget": {"maxTokens": 9}}
 
 
+def test_context_fields_join_the_judge_of_the_flags_or_the_file() -> None:
+    args = parse("--judge", "token_overlap", "--context-fields", "title, brand")
+    text = json.dumps({"name": "n", "searchConfigurationId": "sc",
+                       "queries": {"querySetId": "qs"}})
+    assert monitor.body_of(args, text)["judge"] == {"judge": "token_overlap",
+                                                    "contextFields": ["title", "brand"]}
+    args = parse("--context-fields", "title")
+    text = json.dumps({"name": "n", "searchConfigurationId": "sc",
+                       "queries": {"querySetId": "qs"}, "judge": {"modelId": "m"}})
+    assert monitor.body_of(args, text)["judge"] == {"modelId": "m", "contextFields": ["title"]}
+
+
 def test_the_default_alert_metric_is_ndcg_at_k() -> None:
     args = parse("--name", "n", "--search-config", "sc", "--query-set", "qs", "--judge", "j",
                  "--alert-drop", "0.05")
