@@ -442,6 +442,34 @@ def test_every_route_answers_each_user_as_the_cluster_would(
          f"{srw}/experiments/schedule/{experiment}")
     call("DELETE", f"{srw}/experiments/schedule/<job_id>",
          f"{srw}/experiments/schedule/{experiment}")
+    # monitors: the configuration must be searchable by the caller; a run is a job run as the
+    # monitor's creator, its documents read as the caller
+    monitor_body = {"name": f"mon-{user}-{uuid.uuid4().hex[:6]}", "k": 5, "goldPairs": 0,
+                    "queries": {"querySetId": qs}, "judgmentList": [imported],
+                    "judge": {"judge": "token_overlap"}}
+    watched = call("PUT", f"{srw}/monitors", f"{srw}/monitors",
+                   {**monitor_body, "searchConfigurationId": mine}).json["monitor_id"]
+    call("PUT", f"{srw}/monitors", f"{srw}/monitors",
+         {**monitor_body, "searchConfigurationId": theirs}, expect=403)
+    call("PUT", f"{srw}/monitors/<entity_id>", f"{srw}/monitors/{watched}",
+         {**monitor_body, "searchConfigurationId": mine, "description": f"by {user}"})
+    call("GET", f"{srw}/monitors", f"{srw}/monitors")
+    call("GET", f"{srw}/monitors/<entity_id>", f"{srw}/monitors/{watched}")
+    for method in ("GET", "POST"):
+        call(method, f"{srw}/monitors/_search", f"{srw}/monitors/_search")
+    run_id = call("POST", f"{srw}/monitors/<entity_id>/_run",
+                  f"{srw}/monitors/{watched}/_run").json["run_id"]
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and call(
+            "GET", f"{srw}/monitors/<entity_id>/runs", f"{srw}/monitors/{watched}/runs"
+    ).json["runs"][0]["status"] == "PROCESSING":
+        time.sleep(0.25)
+    monitor_runs = call("GET", f"{srw}/monitors/<entity_id>/runs",
+                        f"{srw}/monitors/{watched}/runs").json["runs"]
+    assert (monitor_runs[0]["id"], monitor_runs[0]["status"]) == (run_id, "COMPLETED")
+    call("GET", f"{srw}/monitors/<entity_id>/_report",
+         f"{srw}/monitors/{watched}/_report?format=csv")
+    call("DELETE", f"{srw}/monitors/<entity_id>", f"{srw}/monitors/{watched}")
     # on the spot, stats, settings, models, UBI, the document
     evaluate = {"queryText": "apple", "k": 5, "judge": "token_overlap", "referenceAnswer": "apple",
                 "searchQuery": {"query": {"match": {"title": "%SearchText%"}}}}

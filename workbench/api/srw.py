@@ -17,6 +17,7 @@ from workbench.api import (
     judgment_estimate,
     judgments,
     models,
+    monitors,
     query_sets,
     schedules,
     search_configurations,
@@ -58,6 +59,6 @@ def install(app: Flask) -> None:
     if not bp._got_registered_once:  # nesting is fixed at the first app; later apps reuse it
         for child in (query_sets.bp, search_configurations.bp, judgments.bp,
                       judgment_estimate.bp, schedules.bp, experiments.bp, summary.bp,
-                      evaluate.bp, stats.bp, models.bp, ab_tests.bp, holes.bp):
+                      evaluate.bp, stats.bp, models.bp, ab_tests.bp, holes.bp, monitors.bp):
             bp.register_blueprint(child)
     app.register_blueprint(bp)

@@ -18,7 +18,7 @@ log = logging.getLogger("workbench")
 #: every module that registers jobs; a worker imports them all (the API sends jobs by name)
 TASK_MODULES = ("workbench.jobs.tasks", "workbench.judgments.tasks",
                 "workbench.experiments.tasks", "workbench.evaluation.tasks",
-                "workbench.querygen.tasks", "workbench.holes.tasks")
+                "workbench.querygen.tasks", "workbench.holes.tasks", "workbench.monitors.tasks")
 
 
 #: the commands that run for long and record metrics (docs/metrics.md)
@@ -217,6 +217,7 @@ def _consume(config: Config) -> int:
 def _scheduler(config: Config, _: argparse.Namespace) -> int:
     from workbench.experiments.scheduling import Scheduler
     from workbench.jobs.celery_app import configure
+    from workbench.monitors.scheduling import MonitorScheduler
     from workbench.services import Services
     from workbench.telemetry import exporter
 
@@ -224,7 +225,10 @@ def _scheduler(config: Config, _: argparse.Namespace) -> int:
     configure(config)
     exporter.serve(config)
     log.info("scheduler started (every %gs)", config.scheduler_interval)
-    Scheduler(Services(config)).run_forever(config.scheduler_interval)
+    svc = Services(config)
+    # monitors fire from this process too; experiments know nothing of them (docs/monitors.md)
+    MonitorScheduler(svc).start(config.scheduler_interval)
+    Scheduler(svc).run_forever(config.scheduler_interval)
     return 0
 
 

@@ -39,6 +39,7 @@ from workbench.store.indices import (
     EXPERIMENT_INDEX,
     HISTORY_INDEX,
     JUDGMENT_INDEX,
+    MONITOR_RUN_INDEX,
     QUERY_SET_INDEX,
 )
 from workbench.store.repository import Repository
@@ -76,6 +77,11 @@ WATCHED: dict[str, tuple[str, dict[str, str], str]] = {
     EVALUATE_BATCH_INDEX: (
         "status",
         {"PROCESSING": "workbench.evaluation.batch"},
+        "ctx._source.status = 'ERROR'; ctx._source.error = params.reason;",
+    ),
+    MONITOR_RUN_INDEX: (
+        "status",
+        {"PROCESSING": "workbench.monitors.run"},
         "ctx._source.status = 'ERROR'; ctx._source.error = params.reason;",
     ),
 }

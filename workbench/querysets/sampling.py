@@ -2,6 +2,7 @@
 
 Every sampler asks the cluster for counts with aggregations; no sampler reads the query
 documents one by one, so they work the same on a thousand or a hundred million UBI queries.
+``since`` keeps only the queries of a recent window (a monitor's sample, workbench/monitors).
 """
 
 from __future__ import annotations
@@ -24,13 +25,25 @@ NON_EMPTY = {
     }
 }
 SAMPLERS = query_sets.SAMPLERS
+#: the UBI queries' time field (a monitor samples the queries of a recent window)
+TIME_FIELD = "timestamp"
 
 
-def topn(client: OpenSearch, index: str, size: int) -> list[str]:
+def _wanted(since: str | None) -> dict[str, Any]:
+    """The non-blank queries, only those at or after ``since`` (an OpenSearch date or date
+    math such as ``now-7d``) when given."""
+    if since is None:
+        return NON_EMPTY
+    return {"bool": {"must": NON_EMPTY["bool"]["must"],
+                     "must_not": NON_EMPTY["bool"]["must_not"],
+                     "filter": [{"range": {TIME_FIELD: {"gte": since}}}]}}
+
+
+def topn(client: OpenSearch, index: str, size: int, since: str | None = None) -> list[str]:
     """The ``size`` most frequent non-blank queries, most frequent first (ties by text)."""
     body = {
         "size": 0,
-        "query": NON_EMPTY,
+        "query": _wanted(since),
         "aggs": {"By_User_Query": {"terms": {"field": FIELD, "size": size}}},
     }
     answer = ubi_queries.search(client, index, body)
@@ -39,7 +52,7 @@ def topn(client: OpenSearch, index: str, size: int) -> list[str]:
 
 
 def random_sample(client: OpenSearch, index: str, size: int,
-                  rng: random.Random | None = None) -> list[str]:
+                  rng: random.Random | None = None, since: str | None = None) -> list[str]:
     """``size`` distinct non-blank queries, each distinct query equally likely.
 
     The plugin scores documents with ``random_score`` and collapses on the query, which favours
@@ -52,7 +65,7 @@ def random_sample(client: OpenSearch, index: str, size: int,
         "size": size,
         "_source": [FIELD],
         "query": {"function_score": {
-            "query": NON_EMPTY,
+            "query": _wanted(since),
             "functions": [{"random_score": {"seed": seed, "field": FIELD}}],
             "boost_mode": "replace",
         }},
@@ -67,7 +80,8 @@ def random_sample(client: OpenSearch, index: str, size: int,
     return out
 
 
-def query_counts(client: OpenSearch, index: str) -> Iterator[tuple[str, int]]:
+def query_counts(client: OpenSearch, index: str,
+                 since: str | None = None) -> Iterator[tuple[str, int]]:
     """(query, number of documents) for every distinct ``user_query``, paged with a composite
     aggregation so that any number of distinct queries is counted exactly."""
     after: dict[str, Any] | None = None
@@ -76,7 +90,9 @@ def query_counts(client: OpenSearch, index: str) -> Iterator[tuple[str, int]]:
                                      "sources": [{"q": {"terms": {"field": FIELD}}}]}
         if after:
             composite["after"] = after
-        body = {"size": 0, "aggs": {"q": {"composite": composite}}}
+        body: dict[str, Any] = {"size": 0, "aggs": {"q": {"composite": composite}}}
+        if since is not None:
+            body["query"] = {"range": {TIME_FIELD: {"gte": since}}}
         answer = ubi_queries.search(client, index, body)
         agg = answer["aggregations"]["q"]
         for bucket in agg["buckets"]:
@@ -87,14 +103,14 @@ def query_counts(client: OpenSearch, index: str) -> Iterator[tuple[str, int]]:
 
 
 def pptss(client: OpenSearch, index: str, size: int,
-          rng: np.random.Generator | None = None) -> list[str]:
+          rng: np.random.Generator | None = None, since: str | None = None) -> list[str]:
     """Probability-proportional-to-size sampling without replacement.
 
     Each draw picks query q with probability count(q) / total; repeats are ignored; drawing
     stops when ``min(size, distinct)`` queries are held or after ``max(size * 100, 1000)`` draws.
     Blank queries count towards the total (as every UBI query does) but are never kept.
     """
-    counted = list(query_counts(client, index))
+    counted = list(query_counts(client, index, since))
     if not counted or size <= 0:
         return []
     queries = [q for q, _ in counted]

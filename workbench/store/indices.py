@@ -17,6 +17,9 @@ SETTINGS_INDEX = ".plugins-search-relevance-settings"
 MODELS_INDEX = ".plugins-search-relevance-models"
 EVALUATE_BATCH_INDEX = ".plugins-search-relevance-evaluate-batch"
 AB_TEST_INDEX = ".plugins-search-relevance-ab-test"
+#: monitors (a workbench extension, docs/differences.md): definitions, and one document per run
+MONITOR_INDEX = "search-relevance-monitor"
+MONITOR_RUN_INDEX = "search-relevance-monitor-run"
 
 
 # OpenSearch refuses to create an index with a longer name.

@@ -17,7 +17,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from prometheus_client import Counter, Histogram
+from prometheus_client import Counter, Gauge, Histogram
 
 #: job and request durations: a quick search to an hour-long judgment
 DURATION_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300,
@@ -71,6 +71,22 @@ LLM_COST = Counter(
     "What answered calls cost, in the currency of the model's pricing (priced models only).",
     ["model"])
 
+# Monitors (workbench/monitors): the label is the monitor's id, bounded by the monitors defined.
+MONITOR_VALUE = Gauge(
+    "workbench_monitor_value", "A monitor's last completed run: the mean of each metric.",
+    ["monitor", "metric"], multiprocess_mode="mostrecent")
+MONITOR_STATE = Gauge(
+    "workbench_monitor_state",
+    "A monitor's last completed run: 0 OK, 1 INCONCLUSIVE, 2 ALERT, 3 JUDGE_DRIFT.",
+    ["monitor"], multiprocess_mode="mostrecent")
+MONITOR_RUNS = Counter(
+    "workbench_monitor_runs_total", "Monitor runs ended, by state (ERROR for a failed run).",
+    ["monitor", "state"])
+MONITOR_COST = Counter(
+    "workbench_monitor_cost_total",
+    "What monitor runs' judge calls cost, in the currency of the model's pricing.",
+    ["monitor"])
+
 OPENSEARCH_REQUESTS = Counter(
     "workbench_opensearch_requests_total",
     "Requests to the cluster, by outcome: ok, client_error (4xx), server_error (5xx), "
@@ -88,6 +104,7 @@ JOB_KINDS = {
     "workbench.experiments.run": "experiment",
     "workbench.experiments.scheduled_run": "scheduled_experiment",
     "workbench.evaluation.batch": "evaluate_batch",
+    "workbench.monitors.run": "monitor_run",
 }
 
 

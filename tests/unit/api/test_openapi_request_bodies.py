@@ -31,6 +31,7 @@ from workbench.schemas.holes import FillSchema
 from workbench.schemas.judgment_ratings import CompareRules, CompareSchema, RatingEditsSchema
 from workbench.schemas.ml_predict import PredictSchema
 from workbench.schemas.models import ModelChangesSchema, ModelSchema
+from workbench.schemas.monitors import MonitorRules, MonitorSchema
 from workbench.schemas.query_sets import (
     GeneratedQuerySetSchema,
     ManualQuerySetSchema,
@@ -161,6 +162,8 @@ def bodies() -> Iterator[Body]:
     yield Body("put", "/ab_tests/{test_id}/_update", (UpdateABTestSchema(),),
                internal=AB_WHOLE_BODY & {"\0body", "\0bodyany"})
     yield Body("post", "/ab_tests/{test_id}/_search", (ABTestSearchSchema(),))
+    for path in ("/monitors", "/monitors/{entity_id}"):
+        yield Body("put", path, (MonitorSchema(MonitorRules(*[_nothing] * 7)),))
     # cluster paths the workbench answers itself
     yield Body("put", "/_cluster/settings", (ClusterSettingsSchema(),), internal=SETTINGS_CHANGES,
                prefix="")
