@@ -96,11 +96,12 @@ def test_list_shows_the_monitor(server: Server, env: dict[str, str], monitor: st
                if monitor in line)
     cells = [c.strip() for c in row.strip("│ ").split("│")]
     assert cells == [monitor, "cli watched", setup["config"],
-                     f"query set {setup['querySet']}", "token_overlap", "on demand"]
+                     "panel", "token_overlap", "on demand"]
 
 
 def _cells(line: str) -> list[str]:
-    return [c.strip() for c in line.strip().strip("│").split("│")]
+    line = line.replace("┃", "│").strip().strip("│")
+    return [c.strip() for c in line.split("│")]
 
 
 def test_two_runs_and_the_runs_table(server: Server, env: dict[str, str], api: Api,
@@ -121,7 +122,8 @@ def test_two_runs_and_the_runs_table(server: Server, env: dict[str, str], api: A
                 f"{ndcg['mean']:.3f} ±{half:.3f}", f"{judged['mean']:.0%}", str(ndcg["n"]),
                 f"{run['rated']['new']} of {run['rated']['pairs']}", "-"]
 
-    table = ok(cli(server, env, "monitor", "runs", monitor)).splitlines()
+    table = [line.rstrip() for line in ok(cli(server, env, "monitor", "runs",
+                                              monitor)).splitlines()]
     assert table[0] == "2 runs, newest first"
     assert _cells(table[2]) == ["time", "state", "NDCG@10 ±95%", "judged", "queries",
                                 "new pairs", "cost"]

@@ -152,7 +152,7 @@ def list_monitors(client: WorkbenchClient, args: argparse.Namespace) -> int:
     docs = [hit["_source"] for hit in ((answer or {}).get("hits") or {}).get("hits") or []]
     table = Table(title=f"{len(docs)} monitors", title_justify="left")
     for column in ("id", "name", "search configuration", "queries", "judge", "schedule"):
-        table.add_column(column)
+        table.add_column(column, no_wrap=column in ("id", "search configuration"))
     for doc in sorted(docs, key=lambda d: str(d.get("name"))):
         table.add_row(*(escape(str(cell)) for cell in (
             doc.get("id"), doc.get("name"), doc.get("searchConfigurationId"),
@@ -165,7 +165,7 @@ def list_monitors(client: WorkbenchClient, args: argparse.Namespace) -> int:
 def _queries(queries: dict[str, Any]) -> str:
     parts = []
     if queries.get("querySetId"):
-        parts.append(f"query set {queries['querySetId']}")
+        parts.append("panel")
     if queries.get("ubi"):
         ubi = queries["ubi"]
         parts.append(f"UBI {ubi.get('size')} over {ubi.get('window', '7d')}")
