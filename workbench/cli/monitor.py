@@ -183,7 +183,7 @@ def _runs(client: WorkbenchClient, monitor_id: str, size: int) -> list[dict[str,
     return list((answer or {}).get("runs") or [])
 
 
-def runs_table(runs: list[dict[str, Any]]) -> Table:
+def runs_table(runs: list[dict[str, Any]], title: str | None = None) -> Table:
     """The runs (as the route gives them, newest first): time, state, each metric's mean with
     its 95 % interval, the judged share, the pairs rated anew and the cost."""
     metrics: list[str] = []
@@ -192,7 +192,8 @@ def runs_table(runs: list[dict[str, Any]]) -> Table:
                     if m not in metrics and not m.startswith("Judged@")]
     judged = next((m for run in runs for m in run.get("metrics") or {}
                    if m.startswith("Judged@")), None)
-    table = Table(title=f"{len(runs)} runs, newest first", title_justify="left")
+    title = title or (f"{len(runs)} run" + ("s, newest first" if len(runs) != 1 else ""))
+    table = Table(title=title, title_justify="left")
     table.add_column("time")
     table.add_column("state")
     for metric in metrics:
@@ -261,7 +262,7 @@ def run_now(client: WorkbenchClient, args: argparse.Namespace) -> int:
             if time.monotonic() > deadline:
                 raise ClientError(f"run {run_id} still running after {args.timeout:.0f} s")
             time.sleep(POLL_SECONDS)
-    out.print(runs_table([run]))
+    out.print(runs_table([run], title=f"run {run_id}"))
     if run.get("status") == "ERROR":
         err.print(f"run {run_id} ended ERROR: {escape(str(run.get('error')))}")
         return 1
