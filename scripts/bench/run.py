@@ -1,7 +1,7 @@
 """Run the benchmarks and write ``report.md`` and ``report.json``.
 
     workbench bench [--only ubi,llm,llama,pointwise,passthrough,metrics,redaction,scale,memory,
-                           ab_search,ab_results,coldstart]
+                           ab_search,ab_results,coldstart,monitors]
                     [--quick] [--out DIR]
                     [--generators reference,llm] [--llm-url URL] [--llm-queries N] [--data DIR]
 
@@ -21,7 +21,7 @@ from scripts.bench.common import Bench, Result, machine, previous_results, write
 from scripts.paths import output
 
 BENCHMARKS = ("metrics", "redaction", "passthrough", "pointwise", "llm", "llama", "ubi",
-              "scale", "memory", "ab_search", "ab_results", "coldstart")
+              "scale", "memory", "ab_search", "ab_results", "coldstart", "monitors")
 
 
 def main(argv: list[str] | None = None) -> int:

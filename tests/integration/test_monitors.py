@@ -360,7 +360,119 @@ def test_an_llm_judge_second_run_makes_no_model_call(api: Api, case: dict[str, s
     api.srw("DELETE", f"/monitors/{monitor_id}")
 
 
+def test_a_ubi_sample_takes_the_queries_of_its_window(api: Api, case: dict[str, str],
+                                                     direct: OpenSearch) -> None:
+    """UBI queries: "sandals" 5 times 30 days ago, "shoes" 3 and "boots" 2 times an hour ago.
+    The top queries of the last 7 days are shoes, boots; of the last 60 days sandals, shoes,
+    boots. The panel's queries come first, the sample's others after them."""
+    ubi = f"{case['index']}-ubi"
+    direct.indices.create(index=ubi, body={"mappings": {"properties": {
+        "user_query": {"type": "keyword"}, "timestamp": {"type": "date"}}}})
+    now = time.time()
+    for n, (text, days) in enumerate([("sandals", 30)] * 5 + [("shoes", 0)] * 3
+                                     + [("boots", 0)] * 2):
+        moment = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(now - days * 86400 - 3600))
+        direct.index(index=ubi, id=str(n), body={"user_query": text, "timestamp": moment})
+    direct.indices.refresh(index=ubi)
+    try:
+        for window, expected in (("7d", ["shoes", "boots"]),
+                                 ("60d", ["sandals", "shoes", "boots"])):
+            monitor_id = create(api, definition(case, queries={"ubi": {
+                "sampling": "topn", "size": 10, "window": window, "ubiQueriesIndex": ubi}},
+                goldPairs=0))
+            run = run_now(api, monitor_id)
+            assert run["status"] == "COMPLETED", run
+            assert [q["query"] for q in run["queries"]] == expected
+            # no reference answers: token_overlap rates nothing
+            assert run["metrics"]["Judged@3"]["mean"] == 0.0
+            api.srw("DELETE", f"/monitors/{monitor_id}")
+        monitor_id = create(api, definition(case, queries={
+            "querySetId": case["panel"], "ubi": {"sampling": "topn", "window": "60d",
+                                                 "ubiQueriesIndex": ubi}}, goldPairs=0))
+        run = run_now(api, monitor_id)
+        assert [q["query"] for q in run["queries"]] == QUERIES  # all three already in the panel
+        api.srw("DELETE", f"/monitors/{monitor_id}")
+    finally:
+        direct.indices.delete(index=ubi, ignore=[404])
+
+
+def test_a_budget_leaves_pairs_unrated_and_the_run_inconclusive(
+        api: Api, case: dict[str, str], llm: LLMServer, priced: str) -> None:
+    """A one-token budget pays for no call; with a priced model and no budget the run's usage
+    carries its cost."""
+    monitor_id = create(api, definition(case, judge={"modelId": priced}, goldPairs=0,
+                                        budget={"maxTokens": 1}, alerts=[ALERT_RULE]))
+    run = run_now(api, monitor_id)
+    assert run["status"] == "COMPLETED", run
+    assert llm.calls == 0
+    assert run["rated"] == {"pairs": 9, "new": 0, "reused": 0, "cached": 0, "unrated": 9}
+    assert run["state"] == "INCONCLUSIVE"
+    assert run["usage"]["llmCalls"] == 0 and run["usage"]["cost"] == 0
+    api.srw("DELETE", f"/monitors/{monitor_id}")
+    monitor_id = create(api, definition(case, judge={"modelId": priced}, goldPairs=0))
+    run = run_now(api, monitor_id)
+    assert run["usage"]["llmCalls"] == llm.calls > 0
+    tokens = (run["usage"]["inputTokens"], run["usage"]["outputTokens"])
+    assert tokens[0] > 0
+    assert run["usage"]["cost"] == pytest.approx((tokens[0] * 2.5 + tokens[1] * 10.0) / 1e6)
+    api.srw("DELETE", f"/monitors/{monitor_id}")
+
+
+def test_a_model_that_fails_every_call_ends_the_run_error_with_its_usage(
+        api: Api, case: dict[str, str], llm: LLMServer) -> None:
+    llm.fail(500, times=1000)
+    monitor_id = create(api, definition(case, judge={"modelId": JUDGE_MODEL}, goldPairs=0))
+    run = run_now(api, monitor_id)
+    assert run["status"] == "ERROR", run
+    assert run["error"].startswith("the model rated nothing: "), run["error"]
+    # a call is counted once, its retries (the requests the stand-in saw) included
+    assert 0 < run["usage"]["llmCalls"] <= llm.calls
+    assert "state" not in run and "queries" not in run
+    api.srw("DELETE", f"/monitors/{monitor_id}")
+
+
 # -- the scheduler and the gauges -------------------------------------------------------------
+
+def test_each_fire_time_starts_one_run_whatever_the_schedulers(
+        api: Api, case: dict[str, str], env: dict[str, str], direct: OpenSearch,
+        celery: Any) -> None:
+    """Two schedulers over one monitor with a cron every 5 minutes: nothing before the first
+    fire time, one run at it (the second scheduler finds it claimed), and one run, not a
+    backlog, for several fire times missed. (Only this monitor is fired: a whole ``tick`` at a
+    time to come would also fire, and mark as handled, the other monitors of the cluster.)"""
+    from datetime import UTC, datetime, timedelta
+
+    from croniter import croniter
+
+    from workbench.config import Config
+    from workbench.monitors.scheduling import MonitorScheduler
+    from workbench.services import Services
+
+    monitor_id = create(api, definition(case, schedule={"cron": "*/5 * * * *"}, goldPairs=0))
+    monitor = direct.get(index=MONITOR_INDEX, id=monitor_id)["_source"]
+    enabled_ms = monitor["enabledTime"]
+    enabled = datetime.fromtimestamp(enabled_ms / 1000, UTC)
+    fire = croniter("*/5 * * * *", enabled).get_next(datetime)
+    one, other = (MonitorScheduler(Services(Config.from_env(env))) for _ in range(2))
+
+    def at(scheduler: MonitorScheduler, moment: datetime) -> list[str]:
+        started = scheduler.fire_if_due(monitor, moment)
+        return [started] if started else []
+
+    try:
+        assert at(one, fire - timedelta(seconds=1)) == []
+        started = at(one, fire + timedelta(seconds=2))
+        assert len(started) == 1
+        assert at(other, fire + timedelta(seconds=3)) == []
+        assert at(one, fire + timedelta(seconds=30)) == []
+        later = at(other, fire + timedelta(minutes=17))
+        assert len(later) == 1
+        for run_id in (*started, *later):
+            run = finished(api, monitor_id, run_id)
+            assert (run["status"], run["trigger"]) == ("COMPLETED", "schedule")
+    finally:
+        api.srw("DELETE", f"/monitors/{monitor_id}")
+
 
 def test_the_scheduler_process_runs_a_monitor_on_its_cron(api: Api, case: dict[str, str],
                                                           env: dict[str, str]) -> None:

@@ -1,15 +1,19 @@
 """Whether a monitor's run says quality dropped: a test against a baseline plus persistence.
 
 A run is noisy (a different sample of queries, a judge that wavers), so one low mean is not an
-alarm. A rule flags a run when a one-sided test says its metric is lower than the baseline's by
-more than the tolerated drop, and alerts only when ``persistence`` consecutive runs were flagged.
-The test is Student's t on the per-query differences of the queries the run shares with the
-baseline (paired: each query is its own control, so the spread between easy and hard queries
-cancels out), or Welch's unequal-variance t on the two samples when too few queries are shared
-(pure UBI samples). The t-test rather than Wilcoxon: the tested hypothesis is a shift of the
-*mean* by more than the drop, which is what the metric's mean reports, and with NDCG's many ties
-(zeros) the signed-rank test loses its exactness. Its false-alarm rate and detection delay are
-measured by ``workbench bench --only monitors`` (docs/performance.md, docs/algorithms.md).
+alarm. A rule flags a run when two things hold: a one-sided test at level ``alpha`` says its
+metric is lower than the baseline's at all (the chance part), and the mean drop it measured
+exceeds the tolerated ``drop`` (the part that matters). It alerts only when ``persistence``
+consecutive runs were flagged. The test is Student's t on the per-query differences of the
+queries the run shares with the baseline (paired: each query is its own control, so the spread
+between easy and hard queries cancels out), or Welch's unequal-variance t on the two samples
+when too few queries are shared (pure UBI samples). The t-test rather than Wilcoxon: what is
+tested is a shift of the *mean*, which is what the metric's mean reports, and with NDCG's many
+ties (zeros, unchanged queries) the signed-rank test loses its exactness. Testing "lower by more
+than the drop" instead would make the tolerated drop a second significance margin: a real drop
+just above it would almost never be flagged. The rule is docs/algorithms.md, "Monitor
+decisions"; its false-alarm rate and detection delay are measured by ``workbench bench --only
+monitors`` (docs/performance.md, "Monitors").
 
 Judge drift is told apart from search drift by re-rating a fixed gold set of pairs each run:
 ``judge_drift`` says whether the judge's answers on it moved.
@@ -104,20 +108,26 @@ def baseline_values(runs: Sequence[RunValues]) -> dict[str, float]:
     return {query: float(np.mean(values)) for query, values in sums.items()}
 
 
-def paired_p(differences: np.ndarray, tolerated: float) -> float:
-    """One-sided p of "mean(baseline - current) > tolerated" by a one-sample t-test on the
+# Values equal but for floating-point rounding (a mean of equal values) are equal: a difference
+# of 1e-17 is not evidence of anything.
+DECIMALS = 12
+
+
+def paired_p(differences: np.ndarray) -> float:
+    """One-sided p of "mean(baseline - current) > 0" by a one-sample t-test on the per-query
     differences; a constant difference is certain either way (the t statistic is undefined)."""
+    differences = np.round(differences, DECIMALS)
     if differences.size < 2 or np.ptp(differences) == 0:
-        return 0.0 if float(differences.mean()) > tolerated else 1.0
-    return float(stats.ttest_1samp(differences, tolerated, alternative="greater").pvalue)
+        return 0.0 if float(differences.mean()) > 0 else 1.0
+    return float(stats.ttest_1samp(differences, 0.0, alternative="greater").pvalue)
 
 
-def welch_p(baseline: np.ndarray, current: np.ndarray, tolerated: float) -> float:
-    """One-sided p of "mean(baseline) - mean(current) > tolerated" by Welch's t-test."""
-    shifted = baseline - tolerated
+def welch_p(baseline: np.ndarray, current: np.ndarray) -> float:
+    """One-sided p of "mean(baseline) > mean(current)" by Welch's t-test."""
+    baseline, current = np.round(baseline, DECIMALS), np.round(current, DECIMALS)
     if baseline.size < 2 or current.size < 2 or (np.ptp(baseline) == 0 and np.ptp(current) == 0):
-        return 0.0 if float(shifted.mean() - current.mean()) > 0 else 1.0
-    return float(stats.ttest_ind(shifted, current, equal_var=False,
+        return 0.0 if float(baseline.mean() - current.mean()) > 0 else 1.0
+    return float(stats.ttest_ind(baseline, current, equal_var=False,
                                  alternative="greater").pvalue)
 
 
@@ -146,7 +156,7 @@ def decide(rule: Rule, current: RunValues, history: Sequence[RunValues]) -> Deci
         before = np.array([base[q] for q in shared])
         after = np.array([float(current.values[q]) for q in shared])
         tolerated = rule.drop * float(before.mean()) if rule.relative else rule.drop
-        p = paired_p(before - after, tolerated)
+        p = paired_p(before - after)
         test = f"paired t on {len(shared)} shared queries"
     else:
         before = np.array(list(base.values()))
@@ -155,10 +165,10 @@ def decide(rule: Rule, current: RunValues, history: Sequence[RunValues]) -> Deci
             return verdict(INCONCLUSIVE, f"{after.size} queries, fewer than "
                                          f"{rule.min_queries}", shared=len(shared))
         tolerated = rule.drop * float(before.mean()) if rule.relative else rule.drop
-        p = welch_p(before, after, tolerated)
+        p = welch_p(before, after)
         test = f"Welch t on {after.size} against {before.size} queries " \
                f"({len(shared)} shared)"
-    delta = float(after.mean() - before.mean())
+    delta = round(float(after.mean() - before.mean()), DECIMALS)
     p = p if math.isfinite(p) else 1.0
     flagged = p < rule.alpha and -delta > tolerated
     consecutive = 0

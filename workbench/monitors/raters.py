@@ -107,10 +107,16 @@ class ModelRater:
 
     @staticmethod
     def _answers(rater: LlmRater, targets: list[Target]) -> dict[tuple[str, str], float]:
+        """The model's ratings; a model that failed every call it made (not stopped by the
+        budget) fails the run with its last reason."""
         outcomes = rater.rate(targets)
-        return {(t.entry.key, doc_id): float(rating)
+        made = {(t.entry.key, doc_id): float(rating)
                 for t, outcome in zip(targets, outcomes, strict=True)
                 for doc_id, rating in outcome.ratings.items()}
+        errors = [error for outcome in outcomes for error in outcome.errors]
+        if errors and not made and not any(outcome.unpaid for outcome in outcomes):
+            raise JobFailed(f"the model rated nothing: {errors[-1]}")
+        return made
 
     def rate(self, targets: list[Target]) -> tuple[dict[tuple[str, str], float], int]:
         before = {t.entry.key: set(t.known) for t in targets}

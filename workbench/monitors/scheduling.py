@@ -53,7 +53,7 @@ class MonitorScheduler:
         started = []
         for hit in hits:
             try:
-                run_id = self._maybe_fire(hit["_source"], now)
+                run_id = self.fire_if_due(hit["_source"], now)
             except Exception:  # one bad monitor must not stop the others
                 log.exception("monitor %s could not be fired", hit["_id"])
                 continue
@@ -61,7 +61,9 @@ class MonitorScheduler:
                 started.append(run_id)
         return started
 
-    def _maybe_fire(self, monitor: dict[str, Any], now: datetime) -> str | None:
+    def fire_if_due(self, monitor: dict[str, Any], now: datetime) -> str | None:
+        """Start a run of ``monitor`` (its stored document) when a fire time of its cron is
+        due at ``now`` and no scheduler claimed it yet; the run's id, else None."""
         key = job_key(monitor["id"])
         last = self.svc.redis.get(schedule_last_key(key))
         after_ms = int(last) if last else int(monitor.get("enabledTime") or 0)
