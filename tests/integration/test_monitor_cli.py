@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 from opensearchpy import OpenSearch
 
+from tests.support import browser
 from tests.support.api import Api
 from tests.support.data import ESCI, UBI_SAMPLE
 from tests.support.processes import REPO, Server, Worker
@@ -155,6 +156,13 @@ def test_the_report_file_is_the_routes_answer(server: Server, env: dict[str, str
         images = re.findall(r'src="data:image/png;base64,([A-Za-z0-9+/=]+)"', written)
         assert len(images) == 1
         assert base64.b64decode(images[0])[:8] == b"\x89PNG\r\n\x1a\n"
+        assert "<script" not in written and "http://" not in written  # self-contained
+        rendered = browser.render(tmp_path / f"monitor-{monitor}.html")
+        assert rendered.title == "Monitor cli watched"
+        assert len(rendered.images) == 1
+        assert rendered.images[0]["complete"], rendered.images
+        assert int(rendered.images[0]["naturalWidth"]) > 300, rendered.images
+        assert browser.colours(rendered.screenshot) > 20  # drawn, not a blank page
 
 
 def test_bad_input_is_the_servers_400_naming_the_field(server: Server, env: dict[str, str],
