@@ -268,6 +268,26 @@ def test_a_run_stores_exact_values_and_a_second_run_reuses_every_rating(
     api.srw("DELETE", f"/monitors/{monitor_id}")
 
 
+def test_ratings_of_a_judgment_list_are_reused_never_asked_again(
+        api: Api, case: dict[str, str]) -> None:
+    """People rated "shoes" (by its text): a1 3, a2 0. The judge rates the seven other pairs;
+    "shoes" gains [7, 0, 1] (a3 rated 1 by the judge): DCG = 7 + 1/2 = 7.5, the ideal [3, 1, 0]
+    7 + 1/log2(3): NDCG@3 = 7.5 / 7.6309298 = 0.9828419."""
+    imported = api.srw("PUT", "/judgments", {
+        "name": "people", "type": "IMPORT_JUDGMENT", "judgmentRatings": [
+            {"query": "shoes", "ratings": [{"docId": "a1", "rating": "3"},
+                                           {"docId": "a2", "rating": "0"}]}]}
+                       ).json["judgment_id"]
+    monitor_id = create(api, definition(case, judgmentList=[imported]))
+    run = run_now(api, monitor_id)
+    assert run["rated"] == {"pairs": 9, "new": 7, "reused": 2, "cached": 0, "unrated": 0}
+    assert [r["docId"] for r in run["ratings"]] == ["a3", "a3", "b1", "b2", "c1", "c2", "c3"]
+    assert values(run, "NDCG@3") == pytest.approx({
+        "shoes": 7.5 / (7 + 1 / math.log2(3)), "boots": GOOD_NDCG, "sandals": GOOD_NDCG})
+    api.srw("DELETE", f"/monitors/{monitor_id}")
+    api.srw("DELETE", f"/judgments/{imported}")
+
+
 ALERT_RULE = {"metric": "NDCG@3", "drop": 0.1, "persistence": 2, "minQueries": 3}
 
 

@@ -124,6 +124,13 @@ def known_ratings(svc: Services, monitor: dict[str, Any],
     return reused, own
 
 
+def _by_query(pairs: dict[Pair, float]) -> dict[str, dict[str, float]]:
+    out: dict[str, dict[str, float]] = {}
+    for (query, doc_id), value in pairs.items():
+        out.setdefault(query, {})[doc_id] = value
+    return out
+
+
 def _mean_ci(values: list[float]) -> dict[str, Any]:
     """Mean and 95 % t-interval (none below two values; a constant sample is its mean)."""
     n = len(values)
@@ -311,19 +318,22 @@ def _measure_and_decide(svc: Services, monitor: dict[str, Any], run: dict[str, A
                         "in the window")
     targets = retrieve(svc, entries, [config], k, rater.describe)
     history = history_of(svc, monitor["id"], run["timestamp"], run["id"])
-    reused, own = known_ratings(svc, monitor, history)
+    listed, mine = (_by_query(r) for r in known_ratings(svc, monitor, history))
     counts = {"pairs": 0, "reused": 0}
+    ratings: dict[str, dict[str, float]] = {}
     for target in targets:
+        key, text = target.entry.key, target.entry.query_text
+        # a judgment list names a query by its key, or (one made by people) by its text
+        known = {**listed.get(text, {}), **listed.get(key, {}), **mine.get(key, {})}
+        ratings[key] = dict(known)
         target.hits = target.hits[:k]
         for doc_id, _ in target.hits:
-            pair = (target.entry.key, doc_id)
             counts["pairs"] += 1
-            if pair in own or pair in reused:
-                target.known[doc_id] = str(own.get(pair, reused.get(pair)))
+            if doc_id in known:
+                target.known[doc_id] = str(known[doc_id])
                 counts["reused"] += 1
     made, cached = rater.rate(targets)
-    ratings: dict[str, dict[str, float]] = {}
-    for (query, doc_id), value in [*reused.items(), *own.items(), *made.items()]:
+    for (query, doc_id), value in made.items():
         ratings.setdefault(query, {})[doc_id] = value
     queries, summary = measure(targets, ratings, k, list(monitor["metrics"]))
     new_ratings = [{"query": t.entry.key, "docId": d, "rating": made[(t.entry.key, d)]}
