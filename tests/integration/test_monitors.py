@@ -158,6 +158,10 @@ def test_defaults_of_a_minimal_definition(api: Api, case: dict[str, str]) -> Non
     assert source["alerts"] == [{"metric": "NDCG@10", "drop": 0.05, "relative": False,
                                  "baseline": {"previousRuns": 5}, "persistence": 2,
                                  "minJudged": 0.8, "minQueries": 10, "alpha": 0.05}]
+    assert api.srw("GET", f"/monitors/{monitor_id}/runs").json == {"runs": [], "total": 0}
+    bad_size = api.srw("GET", f"/monitors/{monitor_id}/runs?size=0")
+    assert (bad_size.status, bad_size.json["error"]["reason"]) == (
+        400, "size must be an integer from 1 to 1000, got: 0")
     api.srw("DELETE", f"/monitors/{monitor_id}")
 
 
@@ -360,6 +364,16 @@ def test_a_run_that_cannot_search_ends_error_with_its_reason(
     assert run["error"] == "SearchConfiguration [gone] does not exist"
     assert "state" not in run
     api.srw("DELETE", f"/monitors/{monitor_id}")
+    gone = f"{case['index']}-gone"
+    direct.index(index=gone, id="x", body={"title": "shoes", "rank": 1}, refresh=True)
+    monitor_id = create(api, definition(case, searchConfigurationId=search_configuration(
+        api, "gone", gone, SORTED % "asc")))
+    direct.indices.delete(index=gone)
+    run = run_now(api, monitor_id)
+    assert run["status"] == "ERROR"
+    assert run["error"].startswith("every search failed: "), run["error"]
+    assert "index_not_found" in run["error"] or "no such index" in run["error"], run["error"]
+    api.srw("DELETE", f"/monitors/{monitor_id}")
 
 
 def test_an_llm_judge_second_run_makes_no_model_call(api: Api, case: dict[str, str],
@@ -437,6 +451,26 @@ def test_a_budget_leaves_pairs_unrated_and_the_run_inconclusive(
     tokens = (run["usage"]["inputTokens"], run["usage"]["outputTokens"])
     assert tokens[0] > 0
     assert run["usage"]["cost"] == pytest.approx((tokens[0] * 2.5 + tokens[1] * 10.0) / 1e6)
+    api.srw("DELETE", f"/monitors/{monitor_id}")
+
+
+def test_an_llm_judge_re_rates_its_gold_set_past_the_cache(api: Api, case: dict[str, str],
+                                                           llm: LLMServer) -> None:
+    """Three gold pairs (the first query's three results): the second run asks the model about
+    those only, past the judgment cache, and the stand-in (deterministic) answers the same."""
+    monitor_id = create(api, definition(case, judge={"modelId": JUDGE_MODEL,
+                                                      "contextFields": ["title"]},
+                                        goldPairs=3))
+    first = run_now(api, monitor_id)
+    assert first["gold"] == {"pairs": 3, "changed": 0, "drift": False}
+    before = len(llm.requests)
+    second = run_now(api, monitor_id)
+    asked = llm.requests[before:]
+    shown = " ".join(r.user or "" for r in asked)
+    assert [d for d, *_ in PRODUCTS if f"::{d}" in shown] == ["a1", "a2", "a3"]
+    assert second["rated"]["new"] == 0 and second["rated"]["cached"] == 0
+    assert second["gold"] == {"pairs": 3, "changed": 0, "drift": False}
+    assert second["state"] == "OK" and second["usage"]["llmCalls"] >= 1
     api.srw("DELETE", f"/monitors/{monitor_id}")
 
 

@@ -317,6 +317,9 @@ def _measure_and_decide(svc: Services, monitor: dict[str, Any], run: dict[str, A
         raise JobFailed("no queries to run: the panel is empty and the UBI sample found none "
                         "in the window")
     targets = retrieve(svc, entries, [config], k, rater.describe)
+    failed = [t.search_error for t in targets if t.search_error is not None]
+    if len(failed) == len(targets):
+        raise JobFailed(f"every search failed: {failed[-1]}")
     history = history_of(svc, monitor["id"], run["timestamp"], run["id"])
     listed, mine = (_by_query(r) for r in known_ratings(svc, monitor, history))
     counts = {"pairs": 0, "reused": 0}
