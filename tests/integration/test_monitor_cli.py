@@ -1,7 +1,8 @@
 """``workbench monitor`` against the real server and worker: a monitor created from flags,
 listed, run twice (the second run rates nothing anew), its runs as a table whose figures are
 the runs route's, its report written in the three formats (each equal to the route's answer),
-and bad input answered with the server's 400 naming the field (exit 2)."""
+bad input answered with the server's 400 naming the field (exit 2), and a run that ends ERROR
+waited for with exit 1 and its reason."""
 
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ from tests.support import browser
 from tests.support.api import Api
 from tests.support.data import ESCI, UBI_SAMPLE
 from tests.support.processes import REPO, Server, Worker
+from workbench.store.indices import MONITOR_INDEX
 
 QUERIES = 15
 
@@ -180,3 +182,21 @@ def test_an_unknown_monitor_is_a_404(server: Server, env: dict[str, str]) -> Non
     result = cli(server, env, "monitor", "runs", "no-such-monitor")
     assert result.returncode == 2
     assert "answered 404" in result.stderr, result.stderr
+
+
+def test_a_run_that_ends_error_exits_1_with_its_reason(
+        server: Server, env: dict[str, str], api: Api, direct: OpenSearch,
+        setup: dict[str, str]) -> None:
+    monitor = ok(cli(server, env, "monitor", "create", "--name", "cli broken",
+                     "--search-config", setup["config"], "--query-set", setup["querySet"],
+                     "--judge", "token_overlap")).strip()
+    direct.update(index=MONITOR_INDEX, id=monitor, refresh=True,
+                  body={"doc": {"searchConfigurationId": "gone"}})
+    result = cli(server, env, "monitor", "run", monitor, "--wait")
+    assert result.returncode == 1, (result.stdout, result.stderr)
+    run = api.srw("GET", f"/monitors/{monitor}/runs").json["runs"][0]
+    assert run["status"] == "ERROR"
+    assert result.stderr.strip().endswith(
+        f"run {run['id']} ended ERROR: SearchConfiguration [gone] does not exist")
+    assert _cells(result.stdout.splitlines()[4])[1] == "ERROR"
+    api.srw("DELETE", f"/monitors/{monitor}")
