@@ -83,3 +83,16 @@ if [ -n "$extras" ] && ! command -v ip >/dev/null; then
   as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq iproute2 >&2 \
     || say "could not install iproute2; the workers-in-namespaces test will fail"
 fi
+
+# --dev: Debian's prometheus package for its promtool, which the docs test runs on the alert
+# rules of docs/metrics.md (`promtool check rules`). Only the tool is used: on a host run by
+# systemd the Prometheus server the package enables is stopped and disabled again.
+if [ -n "$extras" ] && ! command -v promtool >/dev/null; then
+  say "installing Debian's prometheus (promtool, the alert rules check)"
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get update -qq >&2 || true
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+    prometheus >&2 || say "could not install prometheus; the alert rules are checked without promtool"
+  if [ -d /run/systemd/system ]; then
+    as_root systemctl disable --now prometheus >/dev/null 2>&1 || true
+  fi
+fi

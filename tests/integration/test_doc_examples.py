@@ -35,6 +35,7 @@ import re
 import shlex
 import shutil
 import subprocess
+import tempfile
 import tomllib
 import urllib.request
 import uuid
@@ -204,12 +205,24 @@ def _check_prometheus_scrape(fence: Fence, localise: Callable[[str], str]) -> No
 
 def _check_prometheus_rules(fence: Fence, localise: Callable[[str], str]) -> None:
     """Alerting rules in Prometheus's rule-file shape, each over metrics the workbench exports
-    (tests/unit/telemetry/test_metrics_page.py checks the names against the code)."""
+    (tests/unit/telemetry/test_metrics_page.py checks the names against the code), and, where
+    Prometheus's ``promtool`` is installed, as Prometheus reads them (``promtool check rules``:
+    the expressions parse, the templates expand)."""
     for group in yaml.safe_load(fence.text)["groups"]:
         assert group["name"] and group["rules"], fence.where
         for rule in group["rules"]:
             assert {"alert", "expr", "for", "labels", "annotations"} <= set(rule), rule
             assert re.search(r"workbench_\w+", rule["expr"]), rule
+    promtool = shutil.which("promtool")  # scripts/install.sh --dev installs Debian's
+    if promtool:
+        with tempfile.NamedTemporaryFile("w", suffix=".yml") as rules:
+            rules.write(fence.text)
+            rules.flush()
+            checked = subprocess.run([promtool, "check", "rules", rules.name],
+                                     capture_output=True, text=True, timeout=60)
+        count = sum(len(group["rules"]) for group in yaml.safe_load(fence.text)["groups"])
+        assert checked.returncode == 0, (fence.where, checked.stdout, checked.stderr)
+        assert f"SUCCESS: {count} rules found" in checked.stdout, (fence.where, checked.stdout)
 
 
 CONFIG_CHECKS: dict[str, Callable[[Fence, Callable[[str], str]], None]] = {

@@ -264,11 +264,13 @@ def test_a_run_stores_exact_values_and_a_second_run_reuses_every_rating(
     assert csv.status == 200 and csv.headers["Content-Type"].startswith("text/csv")
     lines = csv.text.splitlines()
     assert lines[0] == "runId,timestamp,status,state,metric,mean,ci95Low,ci95High,n"
+    ndcg = first["metrics"]["NDCG@3"]
+    assert ndcg["mean"] == pytest.approx(GOOD_NDCG) and ndcg["ci95"] == [ndcg["mean"]] * 2
     assert lines[1] == (f"{first['id']},{first['timestamp']},COMPLETED,OK,NDCG@3,"
-                        f"{GOOD_NDCG:.4f},{GOOD_NDCG:.4f},{GOOD_NDCG:.4f},3")
+                        f"{ndcg['mean']},{ndcg['mean']},{ndcg['mean']},3")
     assert len(lines) == 1 + 2 * 3  # two runs, three metrics each
     assert api.srw("GET", f"/monitors/{monitor_id}/_report?format=pdf").json["error"][
-        "reason"] == "format must be one of [md, csv], got: pdf"
+        "reason"] == "format must be one of [html, md, csv], got: pdf"
     api.srw("DELETE", f"/monitors/{monitor_id}")
 
 

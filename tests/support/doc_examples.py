@@ -42,6 +42,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[2]
 _UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 _DURATION = re.compile(r"\b\d+:\d\d:\d\d\b")
+_TIME = re.compile(r"\b\d{4}-\d\d-\d\d[T ]\d\d:\d\d(?::\d\d(?:\.\d+)?)?(?:Z|[+-]\d\d:?\d\d)?")
 _MARKER = re.compile(r"<!--\s*example:\s*([\w-]+)\s*(.*?)\s*-->")
 
 
@@ -131,13 +132,13 @@ def documents() -> list[Path]:
 
 
 def normalise(lines: list[str]) -> list[str]:
-    """Printed lines as compared: ids and durations replaced, progress bars and trailing
-    blanks dropped."""
+    """Printed lines as compared: ids, times of day (a run's timestamp) and durations replaced,
+    progress bars and trailing blanks dropped."""
     out = []
     for line in lines:
         if "━" in line:
             continue
-        line = _DURATION.sub("<duration>", _UUID.sub("<id>", line)).rstrip()
+        line = _DURATION.sub("<duration>", _TIME.sub("<time>", _UUID.sub("<id>", line))).rstrip()
         out.append(line)
     while out and not out[-1]:
         out.pop()

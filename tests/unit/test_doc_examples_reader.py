@@ -60,3 +60,8 @@ def test_a_command_continues_while_a_quotation_is_open(tmp_path: Path) -> None:
     steps = fences(page)[0].steps()
     assert [s.command for s in steps] == ["curl -d '{\n  \"a\": 1}' \\\n    -s x", "echo done"]
     assert [s.output for s in steps] == [['{"ok": true}'], ["done"]]
+
+
+def test_normalise_replaces_times_of_day() -> None:
+    assert normalise(["│ 2026-11-29 09:07:12 │ OK │", "at 2026-11-29T09:07:12.123Z, 2026-11-29"]
+                     ) == ["│ <time> │ OK │", "at <time>, 2026-11-29"]

@@ -4,19 +4,14 @@ experiment reports do) and the per-query table."""
 
 from __future__ import annotations
 
-import base64
 import html
-import io
 from collections.abc import Mapping
 from typing import Any
 
-import matplotlib
+import matplotlib.pyplot as plt
 
-matplotlib.use("Agg")
+from workbench.plots import png
 
-import matplotlib.pyplot as plt  # after use("Agg"): no display
-
-DPI = 90
 TOP_QUERIES = 50
 
 
@@ -51,10 +46,7 @@ def plot_over_time(buckets: list[Mapping[str, Any]]) -> str | None:
     step = max(1, len(starts) // 8)
     bottom.set_xticks(range(0, len(starts), step), starts[::step], rotation=30, ha="right",
                       fontsize=7)
-    buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", dpi=DPI, bbox_inches="tight")
-    plt.close(fig)
-    return base64.b64encode(buffer.getvalue()).decode("ascii")
+    return png(fig)
 
 
 def page(result: Mapping[str, Any]) -> str:

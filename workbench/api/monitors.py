@@ -1,7 +1,7 @@
 """Monitors (a workbench extension, docs/monitors.md): ``PUT`` creates (``PUT /{id}`` replaces a
 definition, keeping its runs and gold set), list, get, ``_search``, delete (with its runs),
 ``POST /{id}/_run`` starts a run now, ``GET /{id}/runs`` lists runs newest first and
-``GET /{id}/_report`` gives the metric over time (workbench/monitors/timeline.py)."""
+``GET /{id}/_report`` gives the metric over time (workbench/monitors/report.py)."""
 
 from __future__ import annotations
 
@@ -24,8 +24,8 @@ from workbench.judges import registry
 from workbench.judges.base import OptionError, Setup
 from workbench.judges.registry import BrokenJudge, UnknownJudge
 from workbench.metrics import registry as metrics_registry
+from workbench.monitors import report as monitor_report
 from workbench.monitors import run as monitor_run
-from workbench.monitors import timeline
 from workbench.schemas.body import load
 from workbench.schemas.monitors import MonitorRules, MonitorSchema
 from workbench.store.indices import (
@@ -198,12 +198,17 @@ def list_runs(entity_id: str) -> Response:
     return json_response(runs_of(entity_id, _size()))
 
 
+REPORTS = {"html": (monitor_report.html, "text/html; charset=utf-8"),
+           "md": (monitor_report.markdown, "text/markdown; charset=utf-8"),
+           "csv": (monitor_report.csv_rows, "text/csv; charset=utf-8")}
+
+
 @bp.get("/<entity_id>/_report")
 def report(entity_id: str) -> Response:
     monitor = _monitor(entity_id)
-    fmt = request.args.get("format", "md")
-    if fmt not in timeline.FORMATS:
-        raise BadRequest(f"format must be one of [{', '.join(timeline.FORMATS)}], got: {fmt}")
-    runs = list(reversed(runs_of(entity_id, _size())["runs"]))
-    text, content_type = timeline.render(monitor, runs, fmt)
-    return Response(text, status=200, content_type=content_type)
+    fmt = request.args.get("format", "html")
+    if fmt not in REPORTS:
+        raise BadRequest(f"format must be one of [{', '.join(REPORTS)}], got: {fmt}")
+    render, content_type = REPORTS[fmt]
+    runs = runs_of(entity_id, _size())["runs"]
+    return Response(render(monitor, runs), status=200, content_type=content_type)

@@ -1,5 +1,6 @@
 """The daily-loop commands of ``workbench``: query sets, judgments, search configurations,
-experiments, TREC exports and the CI gate, all over HTTP to a running workbench.
+experiments, TREC exports, the CI gate and monitors (``cli/monitor.py``), all over HTTP to a
+running workbench.
 
 Exit codes: 0 done (the gate: pass), 1 a job ended ERROR (the gate: regression), 2 usage,
 file-format or infrastructure error.
@@ -16,13 +17,13 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from workbench.cli import demo, formats, gate
+from workbench.cli import demo, formats, gate, monitor
 from workbench.cli.client import ClientError, WorkbenchClient, authorization
 from workbench.cli.output import err, print_ab_results, print_summary, wait_with_progress
 from workbench.holes.sources import KINDS, is_kind, source_of
 
 COMMANDS = ("query-set", "judgments", "search-config", "experiment", "export", "gate", "demo",
-            "ab-test")
+            "ab-test", "monitor")
 TYPES = {"pointwise": "POINTWISE_EVALUATION", "pairwise": "PAIRWISE_COMPARISON",
          "hybrid": "HYBRID_OPTIMIZER"}
 
@@ -215,6 +216,7 @@ def add_commands(sub: Any) -> None:
                             help="also write the HTML report, with its plot over time")
 
     demo.add_command(sub, conn)
+    monitor.add_command(sub, conn)
 
     gate_cmd = sub.add_parser(
         "gate", parents=[conn],
@@ -262,6 +264,11 @@ def run(args: argparse.Namespace) -> int:
         ("gate", None): _gate,
         ("ab-test", "results"): _ab_test_results,
         ("demo", None): demo.run,
+        ("monitor", "create"): monitor.create,
+        ("monitor", "list"): monitor.list_monitors,
+        ("monitor", "runs"): monitor.show_runs,
+        ("monitor", "report"): monitor.write_report,
+        ("monitor", "run"): monitor.run_now,
     }[(args.command, getattr(args, "action", None))]
     try:
         return handler(client, args)

@@ -11,29 +11,14 @@ returned as base64 PNG for embedding:
 
 from __future__ import annotations
 
-import base64
-import io
 from collections.abc import Mapping
 from typing import Any
 
-import matplotlib
-
-matplotlib.use("Agg")
-
-import matplotlib.pyplot as plt  # after use("Agg"): no display
+import matplotlib.pyplot as plt
 import numpy as np
-from matplotlib.figure import Figure
 
 from workbench.experiments.summary_build import Run, rows_of
-
-DPI = 90
-
-
-def _png(fig: Figure) -> str:
-    buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", dpi=DPI, bbox_inches="tight")
-    plt.close(fig)
-    return base64.b64encode(buffer.getvalue()).decode("ascii")
+from workbench.plots import png as _png
 
 
 def _name(summary: Mapping[str, Any], config_id: str) -> str:

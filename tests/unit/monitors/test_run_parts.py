@@ -1,4 +1,4 @@
-"""The pure parts of a monitor run (workbench/monitors/run.py, scheduling.py, timeline.py) on
+"""The pure parts of a monitor run (workbench/monitors/run.py, scheduling.py) on
 hand-worked cases."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 import pytest
 
 from workbench.judgments.retrieval import Target
-from workbench.monitors import run, scheduling, timeline
+from workbench.monitors import run, scheduling
 from workbench.querysets import sampling
 from workbench.querysets.entries import QueryEntry
 
@@ -85,22 +85,3 @@ def test_the_window_filter_keeps_the_callers_query_unchanged() -> None:
     assert sampling._wanted(None) is sampling.NON_EMPTY
     assert sampling._wanted("2026-01-01T00:00:00.000Z")["bool"]["filter"] == [
         {"range": {"timestamp": {"gte": "2026-01-01T00:00:00.000Z"}}}]
-
-
-def test_the_report_as_csv_and_markdown() -> None:
-    monitor = {"id": "m", "name": "n", "k": 3, "metrics": ["NDCG@3"]}
-    runs = [{"id": "r1", "timestamp": "t1", "status": "COMPLETED", "state": "OK",
-             "metrics": {"NDCG@3": {"mean": 0.5, "ci95": [0.25, 0.75], "n": 4},
-                         "Judged@3": {"mean": 1.0, "ci95": None, "n": 1}}},
-            {"id": "r2", "timestamp": "t2", "status": "ERROR", "error": "x"}]
-    text, kind = timeline.render(monitor, runs, "csv")
-    assert kind == "text/csv; charset=utf-8"
-    assert text.splitlines() == [
-        "runId,timestamp,status,state,metric,mean,ci95Low,ci95High,n",
-        "r1,t1,COMPLETED,OK,NDCG@3,0.5000,0.2500,0.7500,4",
-        "r1,t1,COMPLETED,OK,Judged@3,1.0000,,,1",
-        "r2,t2,ERROR,,NDCG@3,,,,", "r2,t2,ERROR,,Judged@3,,,,"]
-    text, kind = timeline.render(monitor, runs[:1], "md")
-    assert kind == "text/markdown; charset=utf-8"
-    assert text.splitlines()[4] == "| r1 | t1 | COMPLETED | OK | NDCG@3 | 0.5000 | 0.2500 | " \
-                                   "0.7500 | 4 |"

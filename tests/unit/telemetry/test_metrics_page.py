@@ -48,7 +48,7 @@ def test_the_alert_rules_use_exported_metrics() -> None:
     fence = PAGE.read_text().split("<!-- example: config prometheus-rules -->", 1)[1]
     rules = yaml.safe_load(fence.split("```yaml\n", 1)[1].split("```", 1)[0])
     exprs = [rule["expr"] for group in rules["groups"] for rule in group["rules"]]
-    assert len(exprs) == 2
+    assert len(exprs) == 4
     for expr in exprs:
         used = set(re.findall(r"workbench_\w+", expr))
         assert used and used <= series, (expr, used - series)
