@@ -13,7 +13,7 @@ Afterwards it deletes the SRW entities created during the run and restores the
 ``plugins.search_relevance.*`` settings, so point it at a cluster nobody else is writing SRW
 entities to at the same time (CI runs it before the test suite), or pass ``--keep``.
 
-    scripts/fuzz.sh [--max-examples 100] [--seed N] [--max-seconds 480] [--keep]
+    scripts/fuzz.sh [--max-examples 80] [--seed N] [--max-seconds 480] [--keep]
                     [-- <extra schemathesis options>]
 """
 
@@ -61,8 +61,10 @@ def parse_args(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
         at = argv.index("--")
         argv, extra = argv[:at], argv[at + 1:]
     parser = argparse.ArgumentParser(prog="scripts/fuzz.sh", description=__doc__.split("\n")[0])
-    parser.add_argument("--max-examples", type=int, default=100,
-                        help="test cases per operation and phase (default 100)")
+    # 80: with the 84 operations of the fill and monitor routes, 100 ran past the cap on a
+    # fresh CI machine (495 s); 80 keeps the stage near 6 minutes on 2 cores.
+    parser.add_argument("--max-examples", type=int, default=80,
+                        help="test cases per operation and phase (default 80)")
     parser.add_argument("--seed", type=int, default=20261123, help="schemathesis seed")
     parser.add_argument("--max-seconds", type=float, default=480,
                         help="wall-clock cap of the schemathesis run; over it the stage fails")
