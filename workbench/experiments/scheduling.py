@@ -15,7 +15,6 @@ import time
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from croniter import croniter
 from opensearchpy.exceptions import NotFoundError
 
 from workbench.experiments.context import load
@@ -24,6 +23,7 @@ from workbench.experiments.waiting import await_judgments
 from workbench.jobs.base import JobFailed
 from workbench.redis_keys import schedule_claim_key, schedule_last_key
 from workbench.schemas.schedules import PARSE_ERROR as PARSE_ERROR  # where tests look
+from workbench.schemas.schedules import latest_fire
 from workbench.services import Services
 from workbench.store.indices import EXPERIMENT_INDEX, HISTORY_INDEX, JOBS_INDEX
 from workbench.store.repository import Repository, new_id, now_iso
@@ -42,16 +42,6 @@ def job_document(experiment_id: str, expression: str) -> dict[str, Any]:
 def last_fire_key(job_id: str) -> str:
     """Redis key of the fire time a scheduler last handled for a job."""
     return schedule_last_key(job_id)
-
-
-def latest_fire(expression: str, after_ms: int, now: datetime) -> datetime | None:
-    """The most recent fire time in (after, now], or None when nothing is due."""
-    start = datetime.fromtimestamp(after_ms / 1000, UTC)
-    upcoming = croniter(expression, start).get_next(datetime)
-    if upcoming > now:
-        return None
-    fired: datetime = croniter(expression, now + timedelta(seconds=1)).get_prev(datetime)
-    return fired
 
 
 class Scheduler:

@@ -8,13 +8,12 @@ from __future__ import annotations
 
 import logging
 import threading
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Any
-
-from croniter import croniter
 
 from workbench.monitors import run
 from workbench.redis_keys import schedule_claim_key, schedule_last_key
+from workbench.schemas.schedules import latest_fire
 from workbench.services import Services
 from workbench.store.indices import MONITOR_INDEX
 from workbench.store.repository import Repository
@@ -28,15 +27,6 @@ CLAIM_SECONDS = 7 * 86400
 def job_key(monitor_id: str) -> str:
     """The name a monitor's schedule has in the schedulers' Redis keys."""
     return f"monitor:{monitor_id}"
-
-
-def latest_fire(expression: str, after_ms: int, now: datetime) -> datetime | None:
-    """The most recent fire time in (after, now], or None when nothing is due."""
-    start = datetime.fromtimestamp(after_ms / 1000, UTC)
-    if croniter(expression, start).get_next(datetime) > now:
-        return None
-    fired: datetime = croniter(expression, now + timedelta(seconds=1)).get_prev(datetime)
-    return fired
 
 
 class MonitorScheduler:

@@ -9,7 +9,7 @@ the experiment exists is asked of the cluster by the route, after the body is va
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from croniter import CroniterBadDateError, croniter
@@ -71,3 +71,14 @@ class ScheduleSchema(StepSchema):
         super().__init__(**kwargs)
         self.minimum_interval = minimum_interval
         self.now = now
+
+
+def latest_fire(expression: str, after_ms: int, now: datetime) -> datetime | None:
+    """The most recent fire time in (after, now], or None when nothing is due (the scheduled
+    experiments' and the monitors' loops both ask it)."""
+    start = datetime.fromtimestamp(after_ms / 1000, UTC)
+    upcoming = croniter(expression, start).get_next(datetime)
+    if upcoming > now:
+        return None
+    fired: datetime = croniter(expression, now + timedelta(seconds=1)).get_prev(datetime)
+    return fired
