@@ -13,7 +13,7 @@ Afterwards it deletes the SRW entities created during the run and restores the
 ``plugins.search_relevance.*`` settings, so point it at a cluster nobody else is writing SRW
 entities to at the same time (CI runs it before the test suite), or pass ``--keep``.
 
-    scripts/fuzz.sh [--max-examples 80] [--seed N] [--max-seconds 480] [--keep]
+    scripts/fuzz.sh [--max-examples 50] [--seed N] [--max-seconds 600] [--keep]
                     [-- <extra schemathesis options>]
 """
 
@@ -61,12 +61,13 @@ def parse_args(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
         at = argv.index("--")
         argv, extra = argv[:at], argv[at + 1:]
     parser = argparse.ArgumentParser(prog="scripts/fuzz.sh", description=__doc__.split("\n")[0])
-    # 80: with the 84 operations of the fill and monitor routes, 100 ran past the cap on a
-    # fresh CI machine (495 s); 80 keeps the stage near 6 minutes on 2 cores.
-    parser.add_argument("--max-examples", type=int, default=80,
-                        help="test cases per operation and phase (default 80)")
+    # 50: with the 84 operations of the fill and monitor routes, 80 ran 392 s here but 551 s
+    # on the CI machine (over a 480 s cap); the coverage phase (about 165 s there) does not
+    # shrink with it, so fewer examples and a roomier cap keep the stage near 6 minutes.
+    parser.add_argument("--max-examples", type=int, default=50,
+                        help="test cases per operation and phase (default 50)")
     parser.add_argument("--seed", type=int, default=20261123, help="schemathesis seed")
-    parser.add_argument("--max-seconds", type=float, default=480,
+    parser.add_argument("--max-seconds", type=float, default=600,
                         help="wall-clock cap of the schemathesis run; over it the stage fails")
     parser.add_argument("--workers", type=int, default=2, help="schemathesis workers (default 2)")
     parser.add_argument("--report-dir", default=str(output("fuzz-report")),
