@@ -3,7 +3,7 @@
 # answers not OpenSearch-shaped, test knobs /_faults and /_requests): start | stop | status | url.
 #
 # Runs on 127.0.0.1 with the project's virtualenv python (else python3), needing nothing else.
-# Idempotent: a start reuses a service that answers.
+# Idempotent: a start reuses a service that answers; callers at once take turns.
 #
 # Settings (environment):
 #   JSON_SEARCH_API_PORT   port (default 9710)
@@ -34,7 +34,7 @@ start() {
     python=$(python_bin)
     [ -x "$python" ] || python=python3
     say "starting the JSON search API on $URL"
-    nohup "$python" "$REPO_ROOT/scripts/json_search_api.py" --port "$PORT" >"$LOG" 2>&1 </dev/null &
+    nohup "$python" "$REPO_ROOT/scripts/json_search_api.py" --port "$PORT" >"$LOG" 2>&1 </dev/null 9>&- &
     echo $! >"$PID_FILE"
   fi
   local i
@@ -64,8 +64,15 @@ status() {
   fi
 }
 
+# serialised: one caller at a time starts it (a second finds it running)
+locked() {
+  exec 9>"$RUN_DIR/json-search-api.lock"
+  flock -w 120 9 || die "another scripts/json_search_api.sh held $RUN_DIR/json-search-api.lock for 2 minutes"
+  "$@"
+}
+
 case "${1:-}" in
-  start) start ;;
+  start) locked start ;;
   stop) stop_pid "$PID_FILE" "the JSON search API" "$PID_PATTERN" ;;
   status) status ;;
   url) echo "$URL" ;;

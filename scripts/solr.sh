@@ -7,8 +7,9 @@
 # them and their dependencies, and javac builds the launcher solr/src/WorkbenchSolr.java against
 # them, once, under $WORKBENCH_HOME/solr/build (rebuilt when the pom or the launcher change).
 # The solr home (solr/home: solr.xml and the core "products" with its explicit schema.xml) is
-# copied to $WORKBENCH_HOME/solr/home; when its configuration changes, the core's index is
-# dropped and `load` indexes the catalogue again. Solr listens on 127.0.0.1 only.
+# copied to $WORKBENCH_HOME/solr/home; when its configuration changes, the next start (after a
+# stop) drops the core's index and `load` indexes the catalogue again. Solr listens on
+# 127.0.0.1 only. Callers at once (two test sessions) take turns: the second finds it running.
 #
 #   install  fetch the jars and build the launcher (start does it when needed)
 #   start    start Solr (reuse one that answers) and wait for the products core; prints the URL
@@ -131,7 +132,7 @@ start() {
       -Dsolr.log.dir="$NODE_LOG_DIR" -Dlog4j2.configurationFile="$SRC/log4j2.xml" \
       -Dhost=127.0.0.1 -Djetty.host=127.0.0.1 -XX:+UseSerialGC -XX:TieredStopAtLevel=1 \
       -cp "$BUILD/classes:$BUILD/lib/*" WorkbenchSolr "$HOME_DIR" "$PORT" \
-      >"$CONSOLE_LOG" 2>&1 </dev/null &
+      >"$CONSOLE_LOG" 2>&1 </dev/null 9>&- &
     echo $! >"$PID_FILE"
   fi
   local i
@@ -167,10 +168,17 @@ status() {
   fi
 }
 
+# serialised: one caller at a time installs, starts or loads
+locked() {
+  exec 9>"$RUN_DIR/solr.lock"
+  flock -w 900 9 || die "another scripts/solr.sh held $RUN_DIR/solr.lock for 15 minutes"
+  "$@"
+}
+
 case "${1:-}" in
-  install) install ;;
-  start) start ;;
-  load) load ;;
+  install) locked install ;;
+  start) locked start ;;
+  load) locked load ;;
   stop) stop_pid "$PID_FILE" Solr "$PID_PATTERN" ;;
   status) status ;;
   url) echo "$URL" ;;
