@@ -128,6 +128,8 @@ start() {
     java_home=$(jdk)
     mkdir -p "$NODE_LOG_DIR"
     say "starting Solr on $URL with $java_home"
+    # The client compiler only and the serial collector: on two busy cores Solr starts in about
+    # half the time (10 s rather than 20-25 s), and a test engine needs no peak throughput.
     nohup "$java_home/bin/java" "-Xms$HEAP" "-Xmx$HEAP" \
       -Dsolr.log.dir="$NODE_LOG_DIR" -Dlog4j2.configurationFile="$SRC/log4j2.xml" \
       -Dhost=127.0.0.1 -Djetty.host=127.0.0.1 -XX:+UseSerialGC -XX:TieredStopAtLevel=1 \
