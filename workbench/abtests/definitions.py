@@ -109,7 +109,8 @@ def check_configurations(client: OpenSearch, *config_ids: str | None) -> None:
         remote = Repository(client, REMOTE_CONFIG_INDEX).mget_sources(absent, ["id"])
         for config_id in absent:
             if config_id in remote:
-                raise BadRequest(local_only_reason("A/B tests", config_id))
+                raise BadRequest(local_only_reason("A/B tests", config_id),
+                                 error_type="search_relevance_exception")
         raise configurations_not_found()
 
 

@@ -10,9 +10,9 @@ from typing import Any
 from opensearchpy import OpenSearch
 
 from workbench.schemas.body import load
+from workbench.schemas.configuration_list import REMOTE, entry_id
 from workbench.schemas.experiments import Lookups, experiment_schema
 from workbench.store.identity import carry
-from workbench.schemas.configuration_list import REMOTE, entry_id
 from workbench.store.indices import (
     JUDGMENT_INDEX,
     QUERY_SET_INDEX,

@@ -13,8 +13,8 @@ from typing import Any
 
 from workbench.experiments.context import RunContext, Writer, stable_id
 from workbench.experiments.searching import failed_entry, stream_searches
-from workbench.remote.search import RemoteFailure
 from workbench.metrics import evaluate_condensed_many, evaluate_many, round_metric
+from workbench.remote.search import RemoteFailure
 from workbench.store.indices import EVALUATION_INDEX, VARIANT_INDEX
 from workbench.store.repository import now_iso
 

@@ -37,7 +37,7 @@ class Lookups:
     query_set: Callable[[str], dict[str, Any] | None]
     search_configuration: Callable[[str], dict[str, Any] | None]
     judgment: Callable[[str], dict[str, Any] | None]
-    remote_configuration: Callable[[str], dict[str, Any] | None] = lambda _: None  # noqa: E731
+    remote_configuration: Callable[[str], dict[str, Any] | None] = lambda _: None
 
 
 def lenient_text(value: Any, name: str, limit: int) -> str | None:
