@@ -152,8 +152,8 @@ class ResponseMapping:
         if not found:
             raise Unmappable(f"the hits path [{show(self.hits)}] matches nothing in the answer")
         if not isinstance(hits, list):
-            raise Unmappable(f"the hits path [{show(self.hits)}] matches a "
-                             f"{_kind(hits)}, not a list")
+            raise Unmappable(f"the hits path [{show(self.hits)}] matches {_kind(hits)}, "
+                             "not a list")
         return [self._hit(position, hit) for position, hit in enumerate(hits[:max(0, size)])]
 
     def _hit(self, position: int, hit: Any) -> dict[str, Any]:
