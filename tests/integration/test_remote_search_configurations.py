@@ -27,9 +27,14 @@ from opensearchpy import OpenSearch
 from tests.support.api import Api, Reply
 from tests.support.processes import Server, base_env, free_port
 from tests.support.secure_cluster import SecureCluster
+from workbench.config import Config
 from workbench.llm.secrets import SecretBox
 from workbench.redis_keys import remote_cache_pattern
+from workbench.remote.configs import RemoteConfig
+from workbench.remote.mapping import PRESETS
+from workbench.remote.search import RemoteFailure, search_remote
 from workbench.remote.templates import MISSING_PLACEHOLDER
+from workbench.services import Services
 from workbench.store.indices import REMOTE_CONFIG_INDEX
 
 LOOPBACK = json.dumps([r"^https?://127\.0\.0\.1:[0-9]+(/.*)?$"])
@@ -401,3 +406,63 @@ def test_a_remote_that_is_down_is_a_502(wb: Api) -> None:
     execute(wb, config_id, "x").error(
         502, f"remote search configuration [{config_id}]: could not reach POST {url}: the "
              "connection was refused or not made", "remote_search_exception")
+
+
+class _SlowSearch(_StubSearch):
+    """Answers after 0.2 s, counting the searches in flight at once."""
+
+    lock = threading.Lock()
+    in_flight = 0
+    most = 0
+    served = 0
+
+    def do_POST(self) -> None:
+        cls = type(self)
+        with cls.lock:
+            cls.in_flight += 1
+            cls.most = max(cls.most, cls.in_flight)
+        try:
+            threading.Event().wait(0.2)
+            super().do_POST()
+        finally:
+            with cls.lock:
+                cls.in_flight -= 1
+                cls.served += 1
+
+
+def test_max_concurrent_requests_hold_across_callers(opensearch_url: str, redis_url: str) -> None:
+    """Two callers (each with its own Services, as two processes have) share the slots of one
+    configuration: at most maxConcurrentRequests searches reach the remote at once, though
+    each caller alone would run that many."""
+    stub = ThreadingHTTPServer(("127.0.0.1", 0), _SlowSearch)
+    threading.Thread(target=stub.serve_forever, daemon=True).start()
+    config = RemoteConfig(
+        id=f"slots-{uuid.uuid4().hex[:8]}", name="slow",
+        connection_url=f"http://127.0.0.1:{stub.server_address[1]}/p/_search",
+        query_template='{"query": {"match": {"title": "%SearchText%"}}}',
+        mapping=PRESETS["opensearch"], max_requests_per_second=1000.0,
+        max_concurrent_requests=2, cache_duration_minutes=0)
+    settings = Config.from_env({"OPENSEARCH_URL": opensearch_url, "REDIS_URL": redis_url,
+                                "WORKBENCH_REMOTE_ENDPOINTS": LOOPBACK,
+                                "WORKBENCH_REMOTE_PRIVATE_ENDPOINTS": "true"})
+    results: list[list[Any]] = []
+
+    def caller(number: int) -> None:
+        queries = [(f"q{number}-{i}", None) for i in range(6)]
+        results.append(search_remote(Services(settings), config, queries, 5))
+
+    try:
+        callers = [threading.Thread(target=caller, args=(n,)) for n in range(2)]
+        for thread in callers:
+            thread.start()
+        for thread in callers:
+            thread.join(60)
+    finally:
+        stub.shutdown()
+        stub.server_close()
+    assert len(results) == 2
+    for answers in results:
+        assert [a if isinstance(a, RemoteFailure) else [h["_id"] for h in a]
+                for a in answers] == [["s1"]] * 6
+    assert _SlowSearch.served == 12
+    assert _SlowSearch.most == 2  # reached, never passed
