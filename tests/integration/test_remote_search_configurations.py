@@ -465,3 +465,51 @@ def test_max_concurrent_requests_hold_across_callers(opensearch_url: str, redis_
                 for a in answers] == [["s1"]] * 6
     assert _SlowSearch.served == 12
     assert _SlowSearch.most == 2  # reached, never passed
+
+
+class _Failing(_StubSearch):
+    """Answers ``status`` (with ``body``) once set; counts the searches it saw."""
+
+    status = 200
+    body = b""
+    seen = 0
+
+    def do_POST(self) -> None:
+        cls = type(self)
+        cls.seen += 1
+        if cls.status == 200:
+            super().do_POST()
+            return
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        self.send_response(cls.status)
+        self.send_header("Content-Length", str(len(cls.body)))
+        self.end_headers()
+        self.wfile.write(cls.body)
+
+
+def test_5xx_is_tried_three_times_and_4xx_once(wb: Api) -> None:
+    stub = ThreadingHTTPServer(("127.0.0.1", 0), _Failing)
+    threading.Thread(target=stub.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{stub.server_address[1]}/products/_search"
+    try:
+        config_id = created(wb.srw("PUT", "/remote_search_configurations", {
+            "name": "fails", "connectionUrl": url, "queryTemplate": MATCH_TITLE,
+            "cacheDurationMinutes": 5}))
+        _Failing.status, _Failing.body, _Failing.seen = 503, b"overloaded, try later", 0
+        execute(wb, config_id, "x").error(
+            502, f"remote search configuration [{config_id}]: HTTP 503 from POST {url}: "
+                 "overloaded, try later", "remote_search_exception")
+        assert _Failing.seen == 3
+        _Failing.status, _Failing.body, _Failing.seen = 400, b'{"error": "bad query"}', 0
+        execute(wb, config_id, "x").error(
+            502, f"remote search configuration [{config_id}]: HTTP 400 from POST {url}: "
+                 '{"error": "bad query"}', "remote_search_exception")
+        assert _Failing.seen == 1
+        # a failure is not cached: the remote back, the same search is answered
+        _Failing.status, _Failing.seen = 200, 0
+        assert [h["_id"] for h in execute(wb, config_id, "x").json["hits"]["hits"]] == ["s1"]
+        assert execute(wb, config_id, "x").status == 200
+        assert _Failing.seen == 1  # the second from the cache
+    finally:
+        stub.shutdown()
+        stub.server_close()
