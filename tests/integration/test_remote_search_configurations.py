@@ -1,4 +1,4 @@
-"""Remote search configurations (issue 47) against real engines: the local OpenSearch (9200) as
+"""Remote search configurations (issue 47) against real engines: the local OpenSearch as
 a remote cluster, the secured demo node (9250, basic auth, its demo CA through
 WORKBENCH_REMOTE_CA), a small HTTP server of the test's own that goes down.
 
@@ -37,10 +37,10 @@ from workbench.remote.templates import MISSING_PLACEHOLDER
 from workbench.services import Services
 from workbench.store.indices import REMOTE_CONFIG_INDEX
 
-LOOPBACK = json.dumps([r"^https?://127\.0\.0\.1:[0-9]+(/.*)?$"])
+LOOPBACK = json.dumps([r"^https?://(127\.0\.0\.1|localhost):[0-9]+(/.*)?$"])
 #: a public address the tests never reach (the policy passes it; a later field fails first)
 PUBLIC = "http://1.1.1.1/products/_search"
-LOOPBACK_AND_PUBLIC = json.dumps([r"^https?://127\.0\.0\.1:[0-9]+(/.*)?$",
+LOOPBACK_AND_PUBLIC = json.dumps([r"^https?://(127\.0\.0\.1|localhost):[0-9]+(/.*)?$",
                                   r"^http://1\.1\.1\.1/.*$"])
 LOCAL_PASSWORD = "Local-Remote-pw-5Tq8"
 MATCH_TITLE = {"query": {"match": {"title": "%SearchText%"}}}
@@ -53,8 +53,8 @@ SECRET_KEY = Fernet.generate_key().decode()
 
 
 @pytest.fixture(scope="module")
-def remote_index(direct: OpenSearch) -> Iterator[str]:
-    """An index on the local cluster, the remote cluster of these tests."""
+def remote_index(direct: OpenSearch, opensearch_url: str) -> Iterator[str]:
+    """An index on the local cluster, the remote cluster of these tests: its search URL."""
     index = f"test-remote-{uuid.uuid4().hex[:8]}"
     direct.indices.create(index=index, body={"mappings": {"properties": {
         "title": {"type": "text"}}}})
@@ -66,15 +66,32 @@ def remote_index(direct: OpenSearch) -> Iterator[str]:
 
 
 @pytest.fixture(scope="module")
-def open_server(opensearch_url: str, redis_url: str,
-                secure_cluster: SecureCluster) -> Iterator[Server]:
-    """Remotes on loopback allowed, a secret key, the secured node's CA."""
-    env = base_env(opensearch_url, redis_url, WORKBENCH_SECRET_KEY=SECRET_KEY,
-                   WORKBENCH_REMOTE_ENDPOINTS=LOOPBACK,
-                   WORKBENCH_REMOTE_PRIVATE_ENDPOINTS="true",
-                   WORKBENCH_REMOTE_CA=secure_cluster.ca_certs or "",
-                   WORKBENCH_REMOTE_TIMEOUT="10")
-    server = Server(env, workers=2)
+def node(opensearch_url: str) -> str:
+    """The local cluster's first node, as a remote's connectionUrl starts."""
+    return opensearch_url.split(",")[0].rstrip("/").replace("//localhost:", "//127.0.0.1:")
+
+
+def open_env(opensearch_url: str, redis_url: str, **extra: str) -> dict[str, str]:
+    """Remotes on loopback allowed, a secret key."""
+    return base_env(opensearch_url, redis_url, WORKBENCH_SECRET_KEY=SECRET_KEY,
+                    WORKBENCH_REMOTE_ENDPOINTS=LOOPBACK,
+                    WORKBENCH_REMOTE_PRIVATE_ENDPOINTS="true", WORKBENCH_REMOTE_TIMEOUT="10",
+                    **extra)
+
+
+@pytest.fixture(scope="module")
+def open_server(opensearch_url: str, redis_url: str) -> Iterator[Server]:
+    server = Server(open_env(opensearch_url, redis_url), workers=2)
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def secured_server(opensearch_url: str, redis_url: str,
+                   secure_cluster: SecureCluster) -> Iterator[Server]:
+    """As ``open_server``, trusting the secured node's demo CA (WORKBENCH_REMOTE_CA)."""
+    server = Server(open_env(opensearch_url, redis_url,
+                             WORKBENCH_REMOTE_CA=secure_cluster.ca_certs or ""), workers=1)
     yield server
     server.stop()
 
@@ -100,9 +117,9 @@ def cache(redis_url: str) -> redis.Redis:
     return redis.Redis.from_url(redis_url)
 
 
-def body(index: str, **extra: Any) -> dict[str, Any]:
+def body(node: str, index: str, **extra: Any) -> dict[str, Any]:
     return {"name": f"remote {uuid.uuid4().hex[:6]}",
-            "connectionUrl": f"http://127.0.0.1:9200/{index}/_search",
+            "connectionUrl": f"{node}/{index}/_search",
             "queryTemplate": MATCH_TITLE, **extra}
 
 
@@ -126,8 +143,9 @@ def direct_hits(direct: OpenSearch, index: str, text: str, size: int) -> list[di
 
 # -- CRUD -----------------------------------------------------------------------------------------
 
-def test_create_get_list_update_delete(wb: Api, remote_index: str, direct: OpenSearch) -> None:
-    given = body(remote_index, description="the local cluster", username="reader",
+def test_create_get_list_update_delete(wb: Api, open_server: Server, node: str,
+                                       remote_index: str, direct: OpenSearch) -> None:
+    given = body(node, remote_index, description="the local cluster", username="reader",
                  password=LOCAL_PASSWORD, responseTemplate="OpenSearch",
                  maxRequestsPerSecond=2.5, maxConcurrentRequests=3, cacheDurationMinutes=0,
                  metadata={"team": "search"})
@@ -145,7 +163,7 @@ def test_create_get_list_update_delete(wb: Api, remote_index: str, direct: OpenS
                            "metadata", "timestamp", "lastUpdated", "passwordSet"}
     assert {k: v for k, v in source.items() if k not in ("timestamp", "lastUpdated")} == {
         "id": config_id, "name": given["name"], "description": "the local cluster",
-        "connectionUrl": f"http://127.0.0.1:9200/{remote_index}/_search",
+        "connectionUrl": f"{node}/{remote_index}/_search",
         "username": "reader", "queryTemplate": json.dumps(MATCH_TITLE),
         "responseTemplate": "opensearch", "maxRequestsPerSecond": 2.5,
         "maxConcurrentRequests": 3, "cacheDurationMinutes": 0, "refreshCache": False,
@@ -159,7 +177,7 @@ def test_create_get_list_update_delete(wb: Api, remote_index: str, direct: OpenS
 
     # listed newest first, without the ciphertext
     second = created(wb.srw("POST", "/remote_search_configurations",
-                            body(remote_index, cacheDurationMinutes=0)))
+                            body(node, remote_index, cacheDurationMinutes=0)))
     listed = wb.srw("GET", "/remote_search_configurations")
     assert listed.status == 200
     ids = [h["_id"] for h in listed.json["hits"]["hits"]]
@@ -200,6 +218,7 @@ def test_create_get_list_update_delete(wb: Api, remote_index: str, direct: OpenS
     for reply in (got, listed):
         assert LOCAL_PASSWORD.encode() not in reply.data
         assert token.encode() not in reply.data
+    assert LOCAL_PASSWORD not in open_server.log() and token not in open_server.log()
 
 
 # -- every 400 of a definition ------------------------------------------------------------------
@@ -214,71 +233,72 @@ def test_create_get_list_update_delete(wb: Api, remote_index: str, direct: OpenS
     ({"queryTemplate": {"query": {"match_all": {}}}}, MISSING_PLACEHOLDER),
     ({"connectionUrl": "ftp://127.0.0.1/x"}, "connectionUrl must be an http or https URL with a "
                                              "host, got: ftp://127.0.0.1/x"),
-    ({"connectionUrl": "http://localhost:9200/x/_search"},
+    ({"connectionUrl": "http://127.0.0.2:9200/x/_search"},
      "connectionUrl is not a trusted endpoint: it matches none of the patterns of "
      "WORKBENCH_REMOTE_ENDPOINTS"),
     ({"maxConcurrentRequests": 0}, "maxConcurrentRequests must be an integer from 1 to 64, "
                                    "got: 0"),
 ])
-def test_a_bad_definition_is_a_400_naming_the_field(wb: Api, remote_index: str,
+def test_a_bad_definition_is_a_400_naming_the_field(wb: Api, node: str, remote_index: str,
                                                     change: dict[str, Any], reason: str) -> None:
-    wb.srw("PUT", "/remote_search_configurations", {**body(remote_index), **change}).error(
+    wb.srw("PUT", "/remote_search_configurations", {**body(node, remote_index), **change}).error(
         400, reason)
 
 
-def test_paths_are_checked_against_the_probe_answer(wb: Api, remote_index: str) -> None:
+def test_paths_are_checked_against_the_probe_answer(wb: Api, node: str,
+                                                    remote_index: str) -> None:
     wb.srw("PUT", "/remote_search_configurations", body(
-        remote_index, responseTemplate={"hits": "$.results", "id": "$.sku"})).error(
+        node, remote_index, responseTemplate={"hits": "$.results", "id": "$.sku"})).error(
         400, "responseTemplate.hits: the path [$.results] matches nothing in the probe answer")
     wb.srw("PUT", "/remote_search_configurations", body(
-        remote_index, queryTemplate=ALWAYS,
+        node, remote_index, queryTemplate=ALWAYS,
         responseTemplate={"preset": "opensearch", "id": "$._source.sku"})).error(
         400, "responseTemplate.id: the path [$._source.sku] matches nothing in the first hit "
              "of the probe answer")
     # the same paths on a hit that has them pass
     created(wb.srw("PUT", "/remote_search_configurations", body(
-        remote_index, queryTemplate=ALWAYS,
+        node, remote_index, queryTemplate=ALWAYS,
         responseTemplate={"hits": "hits['hits']", "id": "$._source.title",
                           "fields": {"t": "$._source.title"}})))
 
 
 def test_a_remote_that_cannot_be_reached_or_errs_is_a_400_at_create(
-        wb: Api, remote_index: str) -> None:
+        wb: Api, node: str, remote_index: str) -> None:
     port = free_port()
     wb.srw("PUT", "/remote_search_configurations", body(
-        remote_index, connectionUrl=f"http://127.0.0.1:{port}/x/_search")).error(
+        node, remote_index, connectionUrl=f"http://127.0.0.1:{port}/x/_search")).error(
         400, f"connectionUrl: could not reach POST http://127.0.0.1:{port}/x/_search: the "
              "connection was refused or not made")
     reply = wb.srw("PUT", "/remote_search_configurations", body(
-        "test-remote-missing-index"))
+        node, "test-remote-missing-index"))
     assert reply.status == 400
     assert reply.reason.startswith(
         "connectionUrl: the probe search (the text [sample query], size 1) failed: HTTP 404 "
-        "from POST http://127.0.0.1:9200/test-remote-missing-index/_search: "
+        f"from POST {node}/test-remote-missing-index/_search: "
         '{"error":{"root_cause":[{"type":"index_not_found_exception"'), reply.reason
 
 
-def test_the_operators_policy(strict: Api, api: Api, remote_index: str) -> None:
-    strict.srw("PUT", "/remote_search_configurations", body(remote_index)).error(
+def test_the_operators_policy(strict: Api, api: Api, node: str, remote_index: str) -> None:
+    strict.srw("PUT", "/remote_search_configurations", body(node, remote_index)).error(
         400, "connectionUrl is on 127.0.0.1, a loopback address; endpoints on non-public "
              "addresses are refused unless the operator allows them "
              "(WORKBENCH_REMOTE_PRIVATE_ENDPOINTS=true)")
     strict.srw("PUT", "/remote_search_configurations", body(
-        remote_index, connectionUrl=PUBLIC, password="x")).error(
+        node, remote_index, connectionUrl=PUBLIC, password="x")).error(
         400, "password cannot be stored: WORKBENCH_SECRET_KEY is not set (set it on every API "
              "process and worker; the password is stored encrypted with it)")
     # the session's workbench: no WORKBENCH_REMOTE_ENDPOINTS, so no remote at all
-    api.srw("PUT", "/remote_search_configurations", body(remote_index)).error(
+    api.srw("PUT", "/remote_search_configurations", body(node, remote_index)).error(
         400, "connectionUrl is refused: no remote endpoint is trusted until the operator lists "
              "the allowed URLs in WORKBENCH_REMOTE_ENDPOINTS")
 
 
 # -- execute ---------------------------------------------------------------------------------------
 
-def test_execute_answers_what_a_direct_search_answers(wb: Api, remote_index: str,
+def test_execute_answers_what_a_direct_search_answers(wb: Api, node: str, remote_index: str,
                                                       direct: OpenSearch) -> None:
     config_id = created(wb.srw("PUT", "/remote_search_configurations",
-                               body(remote_index, cacheDurationMinutes=0)))
+                               body(node, remote_index, cacheDurationMinutes=0)))
     for text, size in (("red shoes", 10), ("red shoes", 2), ("running", 5), ("absent", 3)):
         reply = execute(wb, config_id, text, size)
         assert reply.status == 200, reply.data
@@ -304,8 +324,9 @@ def test_execute_answers_what_a_direct_search_answers(wb: Api, remote_index: str
     execute(wb, config_id, "x", 101).error(400, "size must be an integer from 1 to 100, got: 101")
 
 
-def test_execute_on_the_secured_node(wb: Api, open_server: Server,
-                                     secure_cluster: SecureCluster, direct: OpenSearch) -> None:
+def test_execute_on_the_secured_node(secured_server: Server, secure_cluster: SecureCluster,
+                                     direct: OpenSearch) -> None:
+    wb = Api(secured_server.url)
     alice = secure_cluster.alice
     url = f"{secure_cluster.url}/wb-sec-a/_search"
     definition = {"name": "secured", "connectionUrl": url, "username": alice.username,
@@ -338,14 +359,13 @@ def test_execute_on_the_secured_node(wb: Api, open_server: Server,
     assert alice.password not in json.dumps(stored) and stored["passwordEncrypted"]
     for reply in replies:
         assert alice.password.encode() not in reply.data and basic.encode() not in reply.data
-    log = open_server.log()
+    log = secured_server.log()
     assert alice.password not in log and basic not in log
-    assert LOCAL_PASSWORD not in log
 
 
-def test_the_cache_and_refresh_cache(wb: Api, remote_index: str, direct: OpenSearch,
+def test_the_cache_and_refresh_cache(wb: Api, node: str, remote_index: str, direct: OpenSearch,
                                      cache: redis.Redis) -> None:
-    definition = body(remote_index, cacheDurationMinutes=5)
+    definition = body(node, remote_index, cacheDurationMinutes=5)
     config_id = created(wb.srw("PUT", "/remote_search_configurations", definition))
     first = execute(wb, config_id, "red", 10).json["hits"]["hits"]
     assert [h["_id"] for h in first] == [h["_id"] for h in direct_hits(direct, remote_index,
