@@ -27,7 +27,6 @@ from workbench.api.entities import (
     repository,
 )
 from workbench.errors import BadRequest, NotFound
-from workbench.llm.endpoints import EndpointRefused
 from workbench.llm.secrets import SETTING as SECRET_SETTING
 from workbench.llm.secrets import SecretKeyMissing, UndecryptableKey
 from workbench.redis_keys import remote_cache_pattern
@@ -63,15 +62,7 @@ bp = Blueprint("remote_search", __name__)
 
 
 def _connection_url(url: str) -> str | None:
-    config = services().config
-    if not config.remote_endpoints:
-        return (f"connectionUrl is refused: no remote endpoint is trusted until the operator "
-                f"lists the allowed URLs in {client.TRUSTED_SETTING}")
-    try:
-        client.policy(config).check_registered(url)
-    except EndpointRefused as exc:
-        return f"connectionUrl {exc}"
-    return None
+    return client.refusal(services().config, url, registering=True)
 
 
 def _password(_: str) -> str | None:
