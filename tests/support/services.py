@@ -1,4 +1,4 @@
-"""Real OpenSearch and Redis for the tests.
+"""Real OpenSearch and Redis (and the remote engines, Solr and the JSON search API) for the tests.
 
 Order of preference: ``OPENSEARCH_URL`` / ``REDIS_URL`` from the environment; testcontainers'
 containers where a Docker engine answers; otherwise the project's own scripts
@@ -30,15 +30,15 @@ def docker_available() -> bool:
     return False
 
 
-def _script(name: str, **env: str) -> str:
-    """Run ``scripts/<name> start`` (with ``env`` added to the environment) and return the URL
-    it prints on its last line."""
+def _script(name: str, command: str = "start", **env: str) -> str:
+    """Run ``scripts/<name> <command>`` (with ``env`` added to the environment) and return the
+    URL it prints on its last line."""
     result = subprocess.run(
-        [str(REPO / "scripts" / name), "start"], capture_output=True, text=True, timeout=900,
+        [str(REPO / "scripts" / name), command], capture_output=True, text=True, timeout=900,
         env={**os.environ, **env} if env else None,
     )
     if result.returncode != 0:
-        raise RuntimeError(f"scripts/{name} start failed:\n{result.stderr[-4000:]}")
+        raise RuntimeError(f"scripts/{name} {command} failed:\n{result.stderr[-4000:]}")
     return result.stdout.strip().splitlines()[-1]
 
 
@@ -88,6 +88,23 @@ def llama_url() -> str:
     if os.environ.get("LLAMA_URL"):
         return os.environ["LLAMA_URL"].rstrip("/")
     return _script("llama.sh")
+
+
+def solr_url() -> str:
+    """A Solr holding the demo catalogue in its core ``products`` (the remote search
+    configurations' tests): ``SOLR_URL`` (the base, e.g. ``http://127.0.0.1:8983/solr``) when
+    set, else ``scripts/solr.sh load`` builds (once), starts and loads it."""
+    if os.environ.get("SOLR_URL"):
+        return os.environ["SOLR_URL"].rstrip("/")
+    return _script("solr.sh", "load")
+
+
+def json_search_api_url() -> str:
+    """The JSON search API over the demo catalogue (``scripts/json_search_api.py``, with its
+    test knobs): ``JSON_SEARCH_API_URL`` when set, else ``scripts/json_search_api.sh start``."""
+    if os.environ.get("JSON_SEARCH_API_URL"):
+        return os.environ["JSON_SEARCH_API_URL"].rstrip("/")
+    return _script("json_search_api.sh")
 
 
 def stop_all() -> None:
