@@ -27,12 +27,16 @@ from workbench.api.entities import (
     repository,
 )
 from workbench.errors import BadRequest, NotFound
-from workbench.llm.endpoints import EndpointRefused
 from workbench.llm.secrets import SETTING as SECRET_SETTING
 from workbench.llm.secrets import SecretKeyMissing, UndecryptableKey
 from workbench.redis_keys import remote_cache_pattern
 from workbench.remote import client, mapping, templates
-from workbench.remote.configs import PUBLIC_SOURCE, SECRET_FIELD, RemoteConfig
+from workbench.remote.configs import (
+    PUBLIC_SOURCE,
+    SECRET_FIELD,
+    RemoteConfig,
+    password_problem,
+)
 from workbench.remote.search import execute, load_config, probe
 from workbench.schemas.body import load
 from workbench.schemas.remote_search import (
@@ -58,15 +62,7 @@ bp = Blueprint("remote_search", __name__)
 
 
 def _connection_url(url: str) -> str | None:
-    config = services().config
-    if not config.remote_endpoints:
-        return (f"connectionUrl is refused: no remote endpoint is trusted until the operator "
-                f"lists the allowed URLs in {client.TRUSTED_SETTING}")
-    try:
-        client.policy(config).check_registered(url)
-    except EndpointRefused as exc:
-        return f"connectionUrl {exc}"
-    return None
+    return client.refusal(services().config, url, registering=True)
 
 
 def _password(_: str) -> str | None:
@@ -178,9 +174,8 @@ def update_remote_search_configuration(entity_id: str) -> Response:
         try:
             password = services().secret_box.decrypt(token) if token else None
         except (SecretKeyMissing, UndecryptableKey) as exc:
-            raise BadRequest("password: the stored password cannot be used: "
-                             + str(exc).replace("the stored API key", "it")
-                             + "; give the password again") from None
+            raise BadRequest(f"password: {password_problem(exc)}; give the password "
+                             "again") from None
     probe(services(), _config(entity_id, fields, password))
     created = {k: found[k] for k in ("timestamp", "createdBy") if k in found}
     repo.put(_document(entity_id, fields, token, created),

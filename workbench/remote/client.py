@@ -70,8 +70,30 @@ class RemoteError(Exception):
 
 
 def policy(config: Config) -> EndpointPolicy:
-    return EndpointPolicy.of(config.remote_endpoints or (), config.remote_private_endpoints,
-                             TRUSTED_SETTING, PRIVATE_SETTING)
+    return _policy(config.remote_endpoints or (), config.remote_private_endpoints)
+
+
+@functools.cache
+def _policy(patterns: tuple[str, ...], allow_private: bool) -> EndpointPolicy:
+    return EndpointPolicy.of(patterns, allow_private, TRUSTED_SETTING, PRIVATE_SETTING)
+
+
+def refusal(config: Config, connection_url: str, registering: bool = False) -> str | None:
+    """Why the operator's policy refuses ``connection_url`` (a reason naming the field and the
+    setting), or None. ``registering``: also every address its host resolves to now (on a
+    connection, the guarded pool checks the addresses it connects to)."""
+    if not config.remote_endpoints:
+        return (f"connectionUrl is refused: no remote endpoint is trusted until the operator "
+                f"lists the allowed URLs in {TRUSTED_SETTING}")
+    rules = policy(config)
+    try:
+        if registering:
+            rules.check_registered(connection_url)
+        else:
+            rules.check_url(connection_url)
+    except EndpointRefused as exc:
+        return f"connectionUrl {exc}"
+    return None
 
 
 def pool(config: Config) -> urllib3.PoolManager:
@@ -86,9 +108,8 @@ def _pool(patterns: tuple[str, ...], allow_private: bool,
     context = ssl.create_default_context()
     if ca:
         context.load_verify_locations(cafile=ca)
-    return guarded_pool(EndpointPolicy.of(patterns, allow_private, TRUSTED_SETTING,
-                                          PRIVATE_SETTING),
-                        ssl_context=context, maxsize=16, block=False)
+    return guarded_pool(_policy(patterns, allow_private), ssl_context=context, maxsize=16,
+                        block=False)
 
 
 def shown_url(url: str) -> str:
@@ -116,8 +137,12 @@ def _snippet(config: RemoteConfig, data: bytes) -> str:
 
 
 def send_once(config: Config, remote: RemoteConfig, request: RenderedRequest) -> Any:
-    """One attempt: the answer's JSON, or a RemoteError."""
+    """One attempt: the answer's JSON, or a RemoteError. The connectionUrl is checked against
+    the operator's policy first (it may have changed since the configuration was stored)."""
     where = f"{request.method} {shown_url(request.url)}"
+    refused = refusal(config, remote.connection_url)
+    if refused:
+        raise RemoteError(remote, refused)
     try:
         response = pool(config).request(
             request.method, request.url, body=request.body, headers=headers(remote, request),

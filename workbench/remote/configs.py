@@ -69,6 +69,11 @@ class RemoteConfig:
         return f"remote search configuration [{self.id}]"
 
 
+def password_problem(exc: Exception) -> str:
+    """Why a stored password cannot be decrypted (``llm.secrets`` speaks of API keys)."""
+    return str(exc).replace("the stored API key", "the stored password")
+
+
 def from_document(doc: dict[str, Any], secret_box: SecretBox) -> RemoteConfig:
     """The configuration a stored document describes, its password decrypted."""
     unusable = None
@@ -78,7 +83,7 @@ def from_document(doc: dict[str, Any], secret_box: SecretBox) -> RemoteConfig:
         try:
             password = secret_box.decrypt(str(token))
         except (SecretKeyMissing, UndecryptableKey) as exc:
-            unusable = "its password " + str(exc).replace("the stored API key", "it")
+            unusable = password_problem(exc)
     template = doc.get("responseTemplate")
     try:
         mapping = parse(template)

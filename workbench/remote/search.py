@@ -117,6 +117,8 @@ def probe(svc: Services, config: RemoteConfig) -> None:
     except RemoteError as exc:
         if exc.detail.startswith("connectionUrl "):
             raise BadRequest(exc.detail) from None
+        if exc.detail.startswith(("could not reach", "no answer")):
+            raise BadRequest(f"connectionUrl: {exc.detail}") from None
         raise BadRequest(f"connectionUrl: the probe search (the text [{PROBE_TEXT}], size "
                          f"{PROBE_SIZE}) failed: {exc.detail}") from None
     mapping = config.mapping

@@ -87,11 +87,14 @@ def _fail_if(message: str | None) -> None:
 
 
 class _Keys(_Step):
-    def check(self, value: Any) -> None:
+    """The body's keys, each a field of the schema (loads nothing)."""
+
+    def check(self, value: Any) -> Any:
         assert isinstance(self.parent, StepSchema)
         allowed = tuple(f.data_key or n for n, f in self.parent.fields.items()
                         if not (f.data_key or n).startswith("\0"))
         _unknown(self.body, allowed, "a remote search configuration")
+        return missing
 
 
 class _ConnectionUrl(_Step):
@@ -239,9 +242,10 @@ class RemoteSearchConfigurationSchema(StepSchema):
 
 
 class _ExecuteKeys(_Step):
-    def check(self, value: Any) -> None:
+    def check(self, value: Any) -> Any:
         _unknown(self.body, ("remoteConfigId", "queryText", "size", "query"),
                  "a remote search execute body")
+        return missing
 
 
 class _RemoteConfigId(_Step):
