@@ -13,7 +13,6 @@ what stays local only (HYBRID_OPTIMIZER, expandCoverage, A/B tests)."""
 from __future__ import annotations
 
 import json
-import re
 import threading
 import uuid
 from collections.abc import Iterator
@@ -49,12 +48,17 @@ RATINGS = {"worked": {"a": "3", "b": "1", "c": "0", "x": "2"},
 
 
 @pytest.fixture(scope="module")
-def stack(env: dict[str, str], opensearch_url: str) -> Iterator[Api]:
+def node(opensearch_url: str) -> str:
+    """The local cluster's first node, as a remote's connectionUrl starts."""
+    return opensearch_url.split(",")[0].rstrip("/").replace("//localhost:", "//127.0.0.1:")
+
+
+@pytest.fixture(scope="module")
+def stack(env: dict[str, str]) -> Iterator[Api]:
     """An API server and a worker of their own that trust the loopback remotes (the local
-    cluster, and the stand-ins the tests start)."""
-    trusted = ["^" + re.escape(opensearch_url.rstrip("/")) + "/.*", r"^http://127\.0\.0\.1:.*"]
+    cluster, and the stand-in the tests start)."""
     own = dict(env, WORKBENCH_QUEUE=f"test-remote-{uuid.uuid4().hex[:8]}",
-               WORKBENCH_REMOTE_ENDPOINTS=json.dumps(trusted),
+               WORKBENCH_REMOTE_ENDPOINTS=json.dumps([r"^http://127\.0\.0\.1:.*"]),
                WORKBENCH_REMOTE_PRIVATE_ENDPOINTS="true")
     server = Server(own, workers=1)
     worker = Worker(own)
@@ -66,7 +70,7 @@ def stack(env: dict[str, str], opensearch_url: str) -> Iterator[Api]:
 
 
 @pytest.fixture(scope="module")
-def world(stack: Api, direct: OpenSearch, opensearch_url: str) -> Iterator[dict[str, Any]]:
+def world(stack: Api, direct: OpenSearch, node: str) -> Iterator[dict[str, Any]]:
     api = stack
     index = f"test-remote-exp-{uuid.uuid4().hex[:6]}"
     direct.indices.create(index=index, body={"mappings": {"properties": {
@@ -74,7 +78,7 @@ def world(stack: Api, direct: OpenSearch, opensearch_url: str) -> Iterator[dict[
     for doc_id, title, rank, sku in DOCS:
         direct.index(index=index, id=doc_id, body={"title": title, "rank": rank, "sku": sku})
     direct.indices.refresh(index=index)
-    url = f"{opensearch_url.rstrip('/')}/{index}/_search"
+    url = f"{node}/{index}/_search"
     local = search_configuration(api, f"local-{uuid.uuid4().hex[:6]}", index, TEMPLATE)
     remote = remote_configuration(api, url, TEMPLATE)
     query_set = api.srw("PUT", "/query_sets", {"name": "remote set", "querySetQueries": [
@@ -219,11 +223,10 @@ def test_a_remote_query_that_fails_is_recorded_and_the_rest_completes(
 
 
 def test_every_search_failing_ends_the_experiment_error(stack: Api, world: dict[str, Any],
-                                                        direct: OpenSearch,
-                                                        opensearch_url: str) -> None:
+                                                        direct: OpenSearch, node: str) -> None:
     gone = f"test-remote-gone-{uuid.uuid4().hex[:6]}"
     direct.indices.create(index=gone)
-    remote = remote_configuration(stack, f"{opensearch_url.rstrip('/')}/{gone}/_search",
+    remote = remote_configuration(stack, f"{node}/{gone}/_search",
                                   TEMPLATE.replace(',"sort":[{"rank":"asc"}]', ""),
                                   cacheDurationMinutes=0)
     direct.indices.delete(index=gone)
