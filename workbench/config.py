@@ -414,6 +414,24 @@ class Config:
         "Let models registered through the models route use loopback, private, link-local and "
         "other non-public addresses (a local llama.cpp server, say); off, such an endpoint is "
         "refused when registered and when called (docs/model-endpoints.md).")
+    remote_endpoints: tuple[str, ...] | None = setting(
+        None, "WORKBENCH_REMOTE_ENDPOINTS", _regex_list,
+        "The search URLs a remote search configuration may use: a JSON array of regular "
+        "expressions, one of which must match the whole connectionUrl. Unset (or []): every "
+        "remote search configuration is refused.")
+    remote_private_endpoints: bool = setting(
+        False, "WORKBENCH_REMOTE_PRIVATE_ENDPOINTS", _bool,
+        "Let remote search configurations reach loopback, private, link-local and other "
+        "non-public addresses (a staging cluster on the same network, say); off, such a "
+        "connectionUrl is refused when stored and when called.")
+    remote_ca: str | None = setting(
+        None, "WORKBENCH_REMOTE_CA", _optional_str,
+        "A PEM file of CA certificates trusted for https remote search configurations, beside "
+        "the system's.")
+    remote_timeout: float = setting(
+        30.0, "WORKBENCH_REMOTE_TIMEOUT", _positive_float,
+        "Seconds to wait for one remote search configuration's answer (connecting: 5 s at "
+        "most).")
     llm_concurrency: int = setting(
         8, "WORKBENCH_LLM_CONCURRENCY", _positive_int,
         "LLM calls one judgment job makes at once in one worker process (a split job makes "

@@ -38,6 +38,8 @@ Every key, its type, TTL and owner (the module that writes it)::
     workbench:schedule:<job>:last              string  none                 experiments.scheduling
     workbench:schedule:<job>:<enabled>:<fire>  string  7 days               experiments.scheduling
     workbench:cache:generation                 int     none                 store.generation
+    workbench:remote:slots:<config>            zset    the lease + 10 s     remote.limits
+    workbench:remote:cache:<config>:<digest>   string  cacheDurationMinutes remote.client
 
 The TTLs are set by the owners (the numbers live there); this module only names the keys.
 """
@@ -170,3 +172,23 @@ def schedule_claim_key(job_id: str, enabled_time: object, fire_ms: int) -> str:
 #: bumped by every change of the plugin settings, an A/B test or a search configuration: what an
 #: API process keeps of them is good while it reads the same number
 CACHE_GENERATION_KEY = "workbench:cache:generation"
+
+
+# -- remote search configurations (remote/limits.py, remote/client.py) ---------------------------
+
+
+def remote_slots_key(config_id: str) -> str:
+    """The searches of a remote search configuration in flight (members: leases, scores: when
+    each lease ends), shared by every process: its ``maxConcurrentRequests``."""
+    return f"workbench:remote:slots:{config_id}"
+
+
+def remote_cache_key(config_id: str, digest: str) -> str:
+    """A remote search's mapped hits, ``digest`` the sha256 of its method, URL, body and
+    response mapping."""
+    return f"workbench:remote:cache:{config_id}:{digest}"
+
+
+def remote_cache_pattern(config_id: str) -> str:
+    """Every cached answer of one remote search configuration (dropped when it changes)."""
+    return f"workbench:remote:cache:{config_id}:*"

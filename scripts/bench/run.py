@@ -1,7 +1,7 @@
 """Run the benchmarks and write ``report.md`` and ``report.json``.
 
     workbench bench [--only ubi,llm,llama,pointwise,passthrough,metrics,redaction,scale,memory,
-                           ab_search,ab_results,coldstart,monitors,holes]
+                           ab_search,ab_results,coldstart,monitors,holes,remote]
                     [--quick] [--out DIR]
                     [--generators reference,llm] [--llm-url URL] [--llm-model NAME]
                     [--llm-queries N] [--llm-pools low|single|all] [--fills reference,llm]
@@ -26,7 +26,8 @@ from scripts.bench.common import Bench, Result, machine, previous_results, write
 from scripts.paths import output
 
 BENCHMARKS = ("metrics", "redaction", "passthrough", "pointwise", "llm", "llama", "ubi",
-              "scale", "memory", "ab_search", "ab_results", "coldstart", "monitors", "holes")
+              "scale", "memory", "ab_search", "ab_results", "coldstart", "monitors", "holes",
+              "remote")
 #: run only when named in ``--only`` (they take minutes)
 OPT_IN = ("holes",)
 

@@ -34,6 +34,9 @@ def test_other_keys_keep_their_strings() -> None:
     assert k.schedule_last_key("j") == "workbench:schedule:j:last"
     assert k.schedule_claim_key("j", 5, 7) == "workbench:schedule:j:5:7"
     assert k.CACHE_GENERATION_KEY == "workbench:cache:generation"
+    assert k.remote_slots_key("r1") == "workbench:remote:slots:r1"
+    assert k.remote_cache_key("r1", "ab") == "workbench:remote:cache:r1:ab"
+    assert k.remote_cache_pattern("r1") == "workbench:remote:cache:r1:*"
 
 
 def test_the_queued_since_set_names_jobs_as_task_and_entity() -> None:

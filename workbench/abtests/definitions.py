@@ -26,9 +26,10 @@ from opensearchpy import OpenSearch
 from opensearchpy.exceptions import ConflictError, NotFoundError
 
 from workbench.errors import BadRequest, NotFound, WorkbenchError
+from workbench.schemas.configuration_list import local_only_reason
 from workbench.store import generation
 from workbench.store.identity import as_service
-from workbench.store.indices import AB_TEST_INDEX, SEARCH_CONFIG_INDEX
+from workbench.store.indices import AB_TEST_INDEX, REMOTE_CONFIG_INDEX, SEARCH_CONFIG_INDEX
 from workbench.store.repository import Repository, now_iso
 
 log = logging.getLogger(__name__)
@@ -98,10 +99,18 @@ def _repo(client: OpenSearch) -> Repository:
 
 
 def check_configurations(client: OpenSearch, *config_ids: str | None) -> None:
-    """400 unless every given search configuration exists (one ``_mget``)."""
+    """400 unless every given search configuration exists (one ``_mget``); one that is a remote
+    search configuration (issue 47) is refused by name: an A/B test serves live searches from
+    the local cluster only."""
     wanted = [c for c in config_ids if c]
     found = Repository(client, SEARCH_CONFIG_INDEX).mget_sources(wanted, ["id"])
-    if any(c not in found for c in wanted):
+    absent = [c for c in wanted if c not in found]
+    if absent:
+        remote = Repository(client, REMOTE_CONFIG_INDEX).mget_sources(absent, ["id"])
+        for config_id in absent:
+            if config_id in remote:
+                raise BadRequest(local_only_reason("A/B tests", config_id),
+                                 error_type="search_relevance_exception")
         raise configurations_not_found()
 
 

@@ -29,6 +29,7 @@ from workbench.jobs.control import forget_cancel
 from workbench.jobs.queue import QueueUnavailable, enqueue
 from workbench.judgments import agreement, summary
 from workbench.judgments.create import judgment_rules, new_judgment
+from workbench.judgments.retrieval import REMOTE_RETRY
 from workbench.metrics import relevance_threshold
 from workbench.schemas.body import load
 from workbench.schemas.judgment_ratings import (
@@ -133,6 +134,8 @@ def retry_judgment(entity_id: str) -> Response:
     if not doc["metadata"].get("searchConfigurationList"):
         # An ERROR written over the metadata leaves nothing to search the failed documents in.
         raise BadRequest("Judgment metadata names no searchConfigurationList to retry with")
+    if doc["metadata"].get("remoteSearchConfigurationIds"):
+        raise BadRequest(REMOTE_RETRY)
     caller.refuse_unless_searchable(doc["metadata"].get("searchConfigurationList") or [])
     forget_cancel(services().redis, entity_id)  # a late cancel of an earlier run
     updated = {**doc, "status": "RETRYING", "timestamp": now_iso()}

@@ -19,6 +19,7 @@ from workbench.api import (
     models,
     monitors,
     query_sets,
+    remote_search,
     schedules,
     search_configurations,
     services,
@@ -59,6 +60,7 @@ def install(app: Flask) -> None:
     if not bp._got_registered_once:  # nesting is fixed at the first app; later apps reuse it
         for child in (query_sets.bp, search_configurations.bp, judgments.bp,
                       judgment_estimate.bp, schedules.bp, experiments.bp, summary.bp,
-                      evaluate.bp, stats.bp, models.bp, ab_tests.bp, holes.bp, monitors.bp):
+                      evaluate.bp, stats.bp, models.bp, ab_tests.bp, holes.bp, monitors.bp,
+                      remote_search.bp):
             bp.register_blueprint(child)
     app.register_blueprint(bp)

@@ -14,6 +14,10 @@ from workbench.jobs.base import JobFailed
 from workbench.jobs.control import JobControl
 from workbench.metrics import MetricError, validate_ratings
 from workbench.querysets.entries import QueryEntry, read_entries
+from workbench.remote.configs import RemoteConfig
+from workbench.remote.search import load_config
+from workbench.schemas.configuration_list import REMOTE_LABEL, local_only_reason
+from workbench.schemas.experiments import HYBRID
 from workbench.services import Services
 from workbench.store import bulk
 from workbench.store.identity import carry
@@ -21,6 +25,7 @@ from workbench.store.indices import (
     EVALUATION_INDEX,
     JUDGMENT_INDEX,
     QUERY_SET_INDEX,
+    REMOTE_CONFIG_INDEX,
     SEARCH_CONFIG_INDEX,
     VARIANT_INDEX,
 )
@@ -60,6 +65,8 @@ class RunContext:
     run_id: str | None = None
     deadline: float | None = None
     control: JobControl | None = None
+    #: the remote search configurations among ``configs`` (issue 47), by id
+    remote: dict[str, RemoteConfig] = field(default_factory=dict)
     entries: list[QueryEntry] = field(default_factory=list)
     _ratings: dict[str, dict[str, float]] = field(default_factory=dict)
     _rows: list[dict[str, dict[str, Any]]] = field(default_factory=list)
@@ -148,7 +155,9 @@ def load(svc: Services, experiment: dict[str, Any], run_id: str | None = None,
          timeout_seconds: float | None = None) -> RunContext:
     """Load the query set, configurations and judgments the experiment names: every document
     asked for at once (a small run's start is a few round trips otherwise), the first missing
-    one named in the order query set, configurations, judgments."""
+    one named in the order query set, configurations, judgments. The ids the experiment lists
+    in ``remoteSearchConfigurationIds`` are remote search configurations (issue 47): their
+    stored documents (the password left out) and their definitions (``ctx.remote``)."""
     def get(index: str, entity_id: str) -> dict[str, Any] | None:
         return Repository(svc.client, index).get_source(entity_id)
 
@@ -160,23 +169,41 @@ def load(svc: Services, experiment: dict[str, Any], run_id: str | None = None,
         return source
 
     config_ids = list(experiment.get("searchConfigurationList") or [])
+    remote_ids = set(experiment.get("remoteSearchConfigurationIds") or [])
+    if remote_ids and experiment.get("type") == HYBRID:  # refused at creation already
+        first = next(c for c in config_ids if c in remote_ids)
+        raise JobFailed(local_only_reason(f"{HYBRID} experiments", first))
     judgment_ids = list(experiment.get("judgmentList") or [])
     with ThreadPoolExecutor(LOAD_THREADS, thread_name_prefix="load") as pool:
         query_set_f = pool.submit(carry(get), QUERY_SET_INDEX, experiment["querySetId"])
-        config_fs = [pool.submit(carry(get), SEARCH_CONFIG_INDEX, c) for c in config_ids]
+        config_fs = [pool.submit(carry(get), REMOTE_CONFIG_INDEX if c in remote_ids
+                                 else SEARCH_CONFIG_INDEX, c) for c in config_ids]
+        remote_fs = {c: pool.submit(carry(load_config), svc, c) for c in remote_ids}
         judgment_fs = [pool.submit(carry(get), JUDGMENT_INDEX, j) for j in judgment_ids]
         query_set = need(query_set_f, "QuerySet", experiment["querySetId"])
-        configs = [(c, need(f, "SearchConfiguration", c))
+        configs = [(c, need(f, REMOTE_LABEL if c in remote_ids else "SearchConfiguration", c))
                    for c, f in zip(config_ids, config_fs, strict=True)]
+        remote = {}
+        for config_id, found in remote_fs.items():
+            remote_config = found.result()
+            if remote_config is None:
+                raise JobFailed(f"{REMOTE_LABEL} [{config_id}] does not exist")
+            remote[config_id] = remote_config
+        # The password is never part of what a run keeps of a remote configuration's document
+        # (its signature covers the rest: experiments/signature.py).
+        configs = [(c, {k: v for k, v in config.items() if k != "passwordEncrypted"}
+                    if c in remote_ids else config) for c, config in configs]
         # HYBRID_OPTIMIZER does not apply the configuration's named pipeline (it uses its own).
-        if experiment.get("type") != "HYBRID_OPTIMIZER":
-            missing = missing_pipeline(svc.client, [config for _, config in configs])
+        if experiment.get("type") != HYBRID:
+            missing = missing_pipeline(svc.client, [config for c, config in configs
+                                                    if c not in remote_ids])
             if missing:
                 raise JobFailed(missing)
         judgments = [need(f, "Judgment", j) for j, f in zip(judgment_ids, judgment_fs,
                                                               strict=True)]
     deadline = time.monotonic() + timeout_seconds if timeout_seconds else None
-    return RunContext(svc, experiment, query_set, configs, judgments, run_id, deadline)
+    return RunContext(svc, experiment, query_set, configs, judgments, run_id, deadline,
+                      remote=remote)
 
 
 class Writer:

@@ -2,7 +2,8 @@
 against judgments.
 
 Writes one evaluation result and one variant per (query, configuration), where Dashboards reads
-them, and returns the experiment's ``results`` index into them.
+them, and returns the experiment's ``results`` index into them. A (query, remote configuration)
+whose search failed writes nothing (issue 47; the runner records it on the experiment).
 """
 
 from __future__ import annotations
@@ -11,8 +12,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from workbench.experiments.context import RunContext, Writer, stable_id
-from workbench.experiments.searching import stream_searches
+from workbench.experiments.searching import failed_entry, stream_searches
 from workbench.metrics import evaluate_condensed_many, evaluate_many, round_metric
+from workbench.remote.search import RemoteFailure
 from workbench.store.indices import EVALUATION_INDEX, VARIANT_INDEX
 from workbench.store.repository import now_iso
 
@@ -52,10 +54,16 @@ def run_queries(ctx: RunContext, writer: Writer, positions: Sequence[int]
     results: list[dict[str, Any]] = [{} for _ in pairs]
     run_id = ctx.run_id or ""
     for batch in stream_searches(ctx, pairs):
-        scored = iter(metrics_docs([(doc_ids, ctx.ratings(pairs[position][0]))
-                                    for position, (doc_ids, _) in batch if doc_ids], ctx.size))
-        for position, (doc_ids, took) in batch:
+        scored = iter(metrics_docs([(found[0], ctx.ratings(pairs[position][0]))
+                                    for position, found in batch
+                                    if not isinstance(found, RemoteFailure) and found[0]],
+                                   ctx.size))
+        for position, found in batch:
             entry, (config_id, config) = pairs[position]
+            if isinstance(found, RemoteFailure):  # nothing written; recorded by the runner
+                results[position] = failed_entry(entry, config_id, found)
+                continue
+            doc_ids, took = found
             query_number = str(positions[position // len(ctx.configs)])
             variant_id = stable_id(ctx.experiment_id, run_id, "variant", config_id,
                                    query_number)
@@ -67,7 +75,9 @@ def run_queries(ctx: RunContext, writer: Writer, positions: Sequence[int]
             }
             if not doc_ids:
                 variant["results"] = {"evaluationResultId": None,
-                                      "details": "no search hits found", "took": took}
+                                      "details": "no search hits found"}
+                if took is not None:  # a remote search has no engine's took
+                    variant["results"]["took"] = took
                 writer.add(VARIANT_INDEX, variant)
                 results[position] = {"queryText": entry.query_text}
                 continue

@@ -14,6 +14,7 @@ from opensearchpy.exceptions import ConflictError, NotFoundError
 
 from workbench.experiments import hybrid, pairwise, pointwise, split
 from workbench.experiments.context import RunContext, Writer, load
+from workbench.experiments.searching import remote_outcome
 from workbench.experiments.signature import signature
 from workbench.experiments.waiting import PHASE, JudgmentsPending, check_judgments
 from workbench.jobs.control import Cancelled, JobControl
@@ -100,9 +101,10 @@ def run(svc: Services, experiment_id: str) -> None:
                                       [config for _, config in ctx.configs]))
 
     results = execute(ctx, fingerprint)  # a cancel arriving now is too late: it completes
+    results, remote_fields = remote_outcome(ctx, results)  # failed remote searches
     kept = {k: v for k, v in experiment.items() if k != "progress"}  # e.g. from waiting
     done = {**kept, "status": "COMPLETED", "timestamp": now_iso(), "results": results,
-            "inputSignature": fingerprints}
+            "inputSignature": fingerprints, **remote_fields}
     try:
         repo.put(done, seq_no=hit["_seq_no"], primary_term=hit["_primary_term"])
     except (ConflictError, NotFoundError):

@@ -19,6 +19,7 @@ from opensearchpy.exceptions import NotFoundError
 
 from workbench.experiments.context import load
 from workbench.experiments.runner import execute
+from workbench.experiments.searching import remote_outcome
 from workbench.experiments.waiting import await_judgments
 from workbench.jobs.base import JobFailed
 from workbench.redis_keys import schedule_claim_key, schedule_last_key
@@ -136,5 +137,6 @@ def run_history(svc: Services, history_id: str) -> None:
                     svc.config.judgment_wait)
     timeout_s = svc.settings.load().value("scheduled_experiments_timeout") / 1000
     ctx = load(svc, experiment, run_id=history_id, timeout_seconds=timeout_s)
-    results = execute(ctx)
-    history_repo.update_fields(history_id, {"status": "COMPLETED", "results": results})
+    results, remote_fields = remote_outcome(ctx, execute(ctx))
+    history_repo.update_fields(history_id, {"status": "COMPLETED", "results": results,
+                                            **remote_fields})

@@ -22,7 +22,12 @@ from opensearchpy import OpenSearch
 
 from workbench.querysets.entries import read_entries
 from workbench.schemas.javafmt import double_to_string, java_string
-from workbench.store.indices import JUDGMENT_INDEX, QUERY_SET_INDEX, SEARCH_CONFIG_INDEX
+from workbench.store.indices import (
+    JUDGMENT_INDEX,
+    QUERY_SET_INDEX,
+    REMOTE_CONFIG_INDEX,
+    SEARCH_CONFIG_INDEX,
+)
 from workbench.store.repository import Repository
 
 INPUTS = ("query_set", "judgment_list", "search_configurations")
@@ -212,11 +217,32 @@ def judgments_json(docs: list[dict[str, Any]]) -> str:
     return _join(['{"rows":' + _rows(doc.get("judgmentRatings")) + "}" for doc in docs])
 
 
+#: what a remote search configuration's signature covers: what decides the hits it answers
+#: (never the password, nor the rate, concurrency and cache settings)
+REMOTE_DEFINITION = ("connectionUrl", "username", "queryTemplate", "responseTemplate")
+
+
+def is_remote_doc(doc: dict[str, Any]) -> bool:
+    """A stored remote search configuration (issue 47) rather than a local one."""
+    return "connectionUrl" in doc and "index" not in doc
+
+
+def remote_configuration_json(doc: dict[str, Any]) -> str:
+    """A remote search configuration in the signature: ``{"connectionUrl", "queryTemplate",
+    "responseTemplate", "type": "remote", "username"}`` (keys sorted, absent ones null). The
+    plugin has no remote configurations, so this form is the workbench's own; an experiment of
+    local configurations only hashes exactly as the plugin does."""
+    return jackson({**{key: doc.get(key) for key in REMOTE_DEFINITION}, "type": "remote"})
+
+
 def configurations_json(docs: list[dict[str, Any]]) -> str:
     """One ``{"index", "pipeline", "query"}`` per configuration, in the experiment's order;
-    ``query`` is a string (``search_body``)."""
+    ``query`` is a string (``search_body``); a remote one as ``remote_configuration_json``."""
     out = []
     for doc in docs:
+        if is_remote_doc(doc):
+            out.append(remote_configuration_json(doc))
+            continue
         pipeline = doc.get("searchPipeline")
         out.append('{"index":' + jackson(doc.get("index"))
                    + ',"pipeline":' + jackson("" if pipeline is None else pipeline)
@@ -331,8 +357,10 @@ def validate(client: OpenSearch, experiment: dict[str, Any]) -> dict[str, Any]:
     if query_set is None:
         return _drifted(["query_set"], GONE["query_set"])
     configs = []
+    remote = set(_ids(experiment.get("remoteSearchConfigurationIds")))
     for config_id in _ids(experiment.get("searchConfigurationList")):
-        config = _source(client, SEARCH_CONFIG_INDEX, config_id)
+        config = _source(client, REMOTE_CONFIG_INDEX if config_id in remote
+                         else SEARCH_CONFIG_INDEX, config_id)
         if config is None:
             return _drifted(["search_configurations"], GONE["search_configurations"])
         configs.append(config)

@@ -41,7 +41,8 @@ PAIR_SECONDS = {pointwise.TYPE: 0.0005, hybrid.TYPE: 0.02}
 #: past the threshold still has shares for several workers
 MIN_UNITS = 8
 #: the experiment fields a unit needs to load the same inputs as the parent
-HEAD_FIELDS = ("id", "type", "querySetId", "searchConfigurationList", "judgmentList", "size")
+HEAD_FIELDS = ("id", "type", "querySetId", "searchConfigurationList", "judgmentList", "size",
+               "remoteSearchConfigurationIds")
 
 
 def worth_splitting(ctx: RunContext) -> bool:

@@ -18,6 +18,7 @@ from workbench.store.indices import (
     EVALUATION_INDEX,
     HISTORY_INDEX,
     JUDGMENT_INDEX,
+    REMOTE_CONFIG_INDEX,
     SEARCH_CONFIG_INDEX,
     VARIANT_INDEX,
 )
@@ -50,12 +51,15 @@ def variant_errors(client: OpenSearch, experiment_id: str) -> int:
 
 
 def configuration_names(client: OpenSearch, config_ids: list[str]) -> dict[str, str]:
-    repo = Repository(client, SEARCH_CONFIG_INDEX)
+    """id -> name of each configuration, local or else remote (issue 47)."""
+    repos = (Repository(client, SEARCH_CONFIG_INDEX), Repository(client, REMOTE_CONFIG_INDEX))
     names = {}
     for config_id in config_ids:
-        source = repo.get_source(config_id, ["name"])
-        if source and isinstance(source.get("name"), str):
-            names[config_id] = source["name"]
+        for repo in repos:
+            source = repo.get_source(config_id, ["name"])
+            if source and isinstance(source.get("name"), str):
+                names[config_id] = source["name"]
+                break
     return names
 
 

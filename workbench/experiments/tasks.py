@@ -15,8 +15,9 @@ from celery.exceptions import Retry
 from workbench.experiments import runner, scheduling
 from workbench.experiments import split as experiment_split
 from workbench.experiments.context import RunTimedOut
+from workbench.experiments.searching import REMOTE_FIELDS
 from workbench.experiments.waiting import JudgmentsPending, poll_delay
-from workbench.jobs.base import WorkbenchTask
+from workbench.jobs.base import WorkbenchTask, extra_metadata
 from workbench.jobs.celery_app import celery_app, worker_services
 from workbench.store.indices import EXPERIMENT_INDEX, HISTORY_INDEX
 
@@ -31,8 +32,12 @@ class ExperimentTask(WorkbenchTask):
     status_index = EXPERIMENT_INDEX
 
     def error_fields(self, reason: str, exc: BaseException) -> dict[str, Any]:
-        """ERROR (docs/contract.md, "Experiment lifecycle"), and the reason as the only result."""
-        return {"status": "ERROR", "results": [{"error": reason}]}
+        """ERROR (docs/contract.md, "Experiment lifecycle"), and the reason as the only result;
+        a run whose every search with a remote configuration failed records its failures too
+        (experiments/searching.py, ``remote_outcome``)."""
+        extra = extra_metadata(exc)
+        return {"status": "ERROR", "results": [{"error": reason}],
+                **{k: extra[k] for k in REMOTE_FIELDS if k in extra}}
 
 
 def requeue_while_judgments_run(task: WorkbenchTask, exc: Exception) -> Retry:

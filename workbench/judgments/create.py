@@ -24,22 +24,30 @@ from workbench.judgments.llm import prompt as llm_prompt
 from workbench.judgments.ubi import CLICK_MODELS
 from workbench.llm.pricing import Pricing
 from workbench.querysets.entries import read_entries
+from workbench.schemas.configuration_list import ConfigurationIds
 from workbench.schemas.judgment_fields import (
     LLM,
     QUERY_SET,
     REFERENCE,
+    REMOTE_SEARCH_CONFIGURATION,
     SEARCH_CONFIGURATION,
     UBI,
     JudgmentRules,
 )
 from workbench.schemas.judgment_sources import DEFAULT_UBI_EVENTS_INDEX
 from workbench.store import ubi_events
-from workbench.store.indices import JUDGMENT_INDEX, QUERY_SET_INDEX, SEARCH_CONFIG_INDEX
+from workbench.store.indices import (
+    JUDGMENT_INDEX,
+    QUERY_SET_INDEX,
+    REMOTE_CONFIG_INDEX,
+    SEARCH_CONFIG_INDEX,
+)
 from workbench.store.repository import Repository, new_id, now_iso
 from workbench.store.search_render import SAMPLE_TEXT, render
 
 PriceOf = Callable[[str], Pricing | None]
-_INDICES = {QUERY_SET: QUERY_SET_INDEX, SEARCH_CONFIGURATION: SEARCH_CONFIG_INDEX}
+_INDICES = {QUERY_SET: QUERY_SET_INDEX, SEARCH_CONFIGURATION: SEARCH_CONFIG_INDEX,
+            REMOTE_SEARCH_CONFIGURATION: REMOTE_CONFIG_INDEX}
 
 
 def _no_prices(_: str) -> Pricing | None:
@@ -80,10 +88,14 @@ def judgment_rules(client: OpenSearch, price_of: PriceOf = _no_prices) -> Judgme
         imported_ratings=imported.build)
 
 
-def _check_poolable(config_ids: list[str], size: int, rules: JudgmentRules) -> None:
+def _check_poolable(config_ids: ConfigurationIds, size: int, rules: JudgmentRules) -> None:
     """``expandCoverage`` pools hybrid sub-queries (judgments/pooling.py): every configuration
     must render a top-level ``hybrid`` query of at least two sub-queries, or a 400 names the
     first that does not."""
+    if config_ids.remote:
+        raise BadRequest(f"{pooling.FLAG} pools the hybrid sub-queries of local search "
+                         f"configurations only: [{config_ids.remote[0]}] is a remote search "
+                         "configuration")
     for config_id in config_ids:
         config = rules.entity(SEARCH_CONFIGURATION, config_id)
         assert config is not None  # the schema checked that it exists
@@ -97,15 +109,17 @@ def _llm_metadata(client: OpenSearch, fields: dict[str, Any],
     if fields[pooling.FLAG]:
         _check_poolable(fields["searchConfigurationList"], fields["size"], rules)
     existing = fields["existingJudgments"]
+    configs = fields["searchConfigurationList"]
     if existing:
-        indices = _target_indices(fields["searchConfigurationList"],
-                                  lambda c: rules.entity(SEARCH_CONFIGURATION, c))
+        indices = _target_indices(configs, lambda c: rules.entity(
+            REMOTE_SEARCH_CONFIGURATION if c in configs.remote else SEARCH_CONFIGURATION, c))
         for judgment_id in existing:
             _check_reusable(client, judgment_id, indices, fields["llmJudgmentRatingType"])
     metadata: dict[str, Any] = {
-        key: fields[key] for key in ("modelId", "querySetId", "size", "searchConfigurationList",
-                                     "tokenLimit", "contextFields", "ignoreFailure",
-                                     "promptTemplate", "llmJudgmentRatingType")}
+        key: fields[key] for key in ("modelId", "querySetId", "size", "tokenLimit",
+                                     "contextFields", "ignoreFailure", "promptTemplate",
+                                     "llmJudgmentRatingType")}
+    metadata.update(configuration_fields(configs))
     if existing:
         metadata["existingJudgments"] = existing
     for flag in ("overwriteCache", "includeRationale", pooling.FLAG):
@@ -142,7 +156,9 @@ def _check_reusable(client: OpenSearch, judgment_id: str, indices: list[str],
     if source.get("type") != "LLM_JUDGMENT":
         raise BadRequest(f"Existing judgment [{judgment_id}] is of type {source.get('type')} "
                          "and cannot be reused; only LLM_JUDGMENT judgments can")
-    theirs = _target_indices(config_ids, Repository(client, SEARCH_CONFIG_INDEX).get_source)
+    their_remote = set(metadata.get("remoteSearchConfigurationIds") or [])
+    theirs = _target_indices(config_ids, lambda c: Repository(
+        client, REMOTE_CONFIG_INDEX if c in their_remote else SEARCH_CONFIG_INDEX).get_source(c))
     if not set(theirs).issuperset(indices):
         raise BadRequest(
             f"Existing judgment [{judgment_id}] was generated for a different target index and "
@@ -154,15 +170,29 @@ def _target_indices(config_ids: list[Any],
                     read: Callable[[str], dict[str, Any] | None]) -> list[str]:
     """The sorted indices of these configurations; the plugin's 400 for one without any. (The
     plugin's "Cannot determine the target index for this judgment" cannot arise here: an
-    LLM judgment's ``searchConfigurationList`` is never empty.)"""
+    LLM judgment's ``searchConfigurationList`` is never empty.) A remote search configuration's
+    target is its ``connectionUrl`` (issue 47): ratings by its ids are reused only for the
+    same remote search."""
     indices = set()
     for config_id in config_ids:
         config = read(str(config_id))
+        if config is not None and not config.get("index") and config.get("connectionUrl"):
+            indices.add(str(config["connectionUrl"]))
+            continue
         if config is None or not config.get("index"):
             raise BadRequest(f"Search configuration [{config_id}] could not be resolved to a "
                              "target index")
         indices.add(str(config["index"]))
     return sorted(indices)
+
+
+def configuration_fields(configs: ConfigurationIds) -> dict[str, Any]:
+    """``searchConfigurationList`` as stored (the ids) and, when some are remote search
+    configurations (issue 47), ``remoteSearchConfigurationIds``."""
+    fields: dict[str, Any] = {"searchConfigurationList": list(configs)}
+    if configs.remote:
+        fields["remoteSearchConfigurationIds"] = list(configs.remote)
+    return fields
 
 
 def _ubi_metadata(client: OpenSearch, fields: dict[str, Any]) -> dict[str, Any]:
@@ -187,7 +217,7 @@ def _reference_metadata(fields: dict[str, Any]) -> dict[str, Any]:
     if options:
         out["judgeOptions"] = options
     return {**out, "querySetId": fields["querySetId"],
-            "searchConfigurationList": fields["searchConfigurationList"],
+            **configuration_fields(fields["searchConfigurationList"]),
             "size": fields["size"], "contextFields": fields["contextFields"]}
 
 

@@ -11,11 +11,11 @@ from workbench.jobs import fanout
 from workbench.jobs.control import JobControl, without_progress
 from workbench.judges import registry
 from workbench.judges.base import Hit, Judge, Query, Setup
-from workbench.judgments.retrieval import Target, load, retrieve
+from workbench.judgments.retrieval import Target, load, load_configurations, local_indices, retrieve
 from workbench.querysets.entries import QueryEntry, read_entries
 from workbench.schemas.javafmt import double_to_string
 from workbench.services import Services
-from workbench.store.indices import QUERY_SET_INDEX, SEARCH_CONFIG_INDEX
+from workbench.store.indices import QUERY_SET_INDEX
 from workbench.store.vector_fields import vector_fields, without_fields
 
 KIND = "reference_judgment"
@@ -64,13 +64,12 @@ def _judge(svc: Services, metadata: dict[str, Any]) -> Judge:
 def generate(svc: Services, metadata: dict[str, Any], judgment_id: str,
              control: JobControl | None) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     query_set = load(svc, QUERY_SET_INDEX, metadata["querySetId"], "QuerySet")
-    configs = [load(svc, SEARCH_CONFIG_INDEX, c, "SearchConfiguration")
-               for c in metadata["searchConfigurationList"]]
+    configs, remote = load_configurations(svc, metadata)
     fields = list(metadata.get("contextFields") or [])
     entries = read_entries(query_set)
-    vectors = frozenset() if fields else vector_fields(svc.client, [c["index"] for c in configs])
+    vectors = frozenset() if fields else vector_fields(svc.client, local_indices(configs))
     targets = retrieve(svc, entries, configs, int(metadata.get("size", 10)),
-                       lambda source: shown_fields(source, fields, vectors))
+                       lambda source: shown_fields(source, fields, vectors), remote=remote)
     judge = _judge(svc, metadata)  # an unknown judge or option fails here, before any unit
     if fanout.worth_splitting(svc, len(targets), len(targets) * QUERY_SECONDS):
         groups = [targets[n:n + UNIT_QUERIES] for n in range(0, len(targets), UNIT_QUERIES)]

@@ -81,14 +81,22 @@ def address_kind(address: ipaddress.IPv4Address | ipaddress.IPv6Address) -> str 
 
 @dataclass(frozen=True)
 class EndpointPolicy:
-    """The operator's rules for endpoints of models registered through the API."""
+    """The operator's rules for endpoints of models registered through the API (and, with
+    their own settings, of remote search configurations)."""
 
     trusted: tuple[re.Pattern[str], ...]
     allow_private: bool
+    #: the operator settings the refusals name (the models'; remote search configurations
+    #: have their own, ``remote.client``)
+    trusted_setting: str = TRUSTED_SETTING
+    private_setting: str = PRIVATE_SETTING
 
     @classmethod
-    def of(cls, patterns: Sequence[str], allow_private: bool) -> EndpointPolicy:
-        return cls(tuple(re.compile(p) for p in patterns), allow_private)
+    def of(cls, patterns: Sequence[str], allow_private: bool,
+           trusted_setting: str = TRUSTED_SETTING,
+           private_setting: str = PRIVATE_SETTING) -> EndpointPolicy:
+        return cls(tuple(re.compile(p) for p in patterns), allow_private, trusted_setting,
+                   private_setting)
 
     @classmethod
     def from_config(cls, config: Config) -> EndpointPolicy:
@@ -99,7 +107,7 @@ class EndpointPolicy:
         """The endpoint matches a trusted pattern, and its host, if an address, is allowed."""
         if not any(p.fullmatch(endpoint) for p in self.trusted):
             raise EndpointRefused(f"is not a trusted endpoint: it matches none of the patterns "
-                                  f"of {TRUSTED_SETTING}")
+                                  f"of {self.trusted_setting}")
         host = urlsplit(endpoint).hostname or ""
         try:
             literal = ipaddress.ip_address(host)
@@ -136,7 +144,7 @@ class EndpointPolicy:
         if kind is not None and not self.allow_private:
             raise EndpointRefused(f"{where} {kind}; endpoints on non-public addresses are "
                                   f"refused unless the operator allows them "
-                                  f"({PRIVATE_SETTING}=true)")
+                                  f"({self.private_setting}=true)")
 
 
 def _connect(conn: HTTPConnection, policy: EndpointPolicy) -> socket.socket:

@@ -117,7 +117,7 @@ def _shared_redis(url: str, master_name: str | None,
 class Limits:
     """A model's ``rateLimit``: either may be None (no limit of that kind)."""
 
-    requests_per_minute: int | None = None
+    requests_per_minute: float | None = None  # a float: a remote's 0.1 per second is 6
     tokens_per_minute: int | None = None
 
     def __bool__(self) -> bool:

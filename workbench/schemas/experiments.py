@@ -17,6 +17,7 @@ from typing import Any
 from marshmallow import ValidationError, missing
 
 from workbench.schemas.body import BodyField, BodySchema, Step, StepSchema
+from workbench.schemas.configuration_list import ConfigurationIds, local_only, resolve
 from workbench.schemas.numbers import MAX_RESULT_WINDOW, bounded_int
 from workbench.schemas.text import DESCRIPTION_LIMIT, NAME_LIMIT, text_error
 
@@ -30,11 +31,13 @@ TYPES = (PAIRWISE, POINTWISE, HYBRID)
 class Lookups:
     """The reads an experiment's body needs; each answers None for an id that does not exist.
     ``query_set`` and ``judgment``: the entity's ``status`` field at least (a query set made by
-    hand or sampled has none)."""
+    hand or sampled has none). ``remote_configuration``: a remote search configuration
+    (issue 47), None when there is none (the default: no remote configurations)."""
 
     query_set: Callable[[str], dict[str, Any] | None]
     search_configuration: Callable[[str], dict[str, Any] | None]
     judgment: Callable[[str], dict[str, Any] | None]
+    remote_configuration: Callable[[str], dict[str, Any] | None] = lambda _: None
 
 
 def lenient_text(value: Any, name: str, limit: int) -> str | None:
@@ -122,14 +125,17 @@ class _QuerySet(_Lookup):
 
 
 class _Configurations(_Lookup):
-    """Each id must exist; PAIRWISE_COMPARISON compares exactly two, the others need one."""
+    """Each entry must name a configuration, local or remote (schemas/configuration_list.py);
+    PAIRWISE_COMPARISON compares exactly two, the others need one; HYBRID_OPTIMIZER searches
+    local ones only."""
 
-    def check(self, value: Any) -> list[Any]:
-        ids = _id_list(value, "searchConfigurationList")
-        for config_id in ids:
-            _entity_id(config_id, "SearchConfiguration")
-            if self.rules.search_configuration(config_id) is None:
-                raise ValidationError(f"SearchConfiguration [{config_id}] does not exist")
+    def check(self, value: Any) -> ConfigurationIds:
+        rules = self.rules
+        ids = resolve(_id_list(value, "searchConfigurationList"),
+                      lambda c: rules.search_configuration(c) is not None,
+                      lambda c: rules.remote_configuration(c) is not None)
+        if self.experiment_type == HYBRID:
+            local_only(f"{HYBRID} experiments", ids)
         if self.experiment_type == PAIRWISE and len(ids) != 2:
             raise ValidationError("PAIRWISE_COMPARISON requires exactly 2 search "
                                   f"configurations, got: {len(ids)}")

@@ -18,6 +18,7 @@ from typing import Any
 from marshmallow import ValidationError
 
 from workbench.schemas.body import Step, StepSchema, Text
+from workbench.schemas.configuration_list import REMOTE_LABEL, ConfigurationIds, resolve
 from workbench.schemas.numbers import MAX_RESULT_WINDOW, bounded_int
 from workbench.schemas.text import DESCRIPTION_LIMIT, NAME_LIMIT, text_error
 
@@ -26,14 +27,16 @@ IMPORT, REFERENCE = "IMPORT_JUDGMENT", "REFERENCE_JUDGMENT"
 TYPES = (LLM, UBI, IMPORT, REFERENCE)
 DEFAULT_SIZE = 10
 QUERY_SET, SEARCH_CONFIGURATION = "QuerySet", "SearchConfiguration"
+REMOTE_SEARCH_CONFIGURATION = REMOTE_LABEL
 
 
 @dataclass(frozen=True)
 class JudgmentRules:
     """What a judgment body's checks need from the layers above.
 
-    ``entity(label, id)``: the stored query set (``QuerySet``) or search configuration
-    (``SearchConfiguration``), or None. ``price_of(model)``: a model's prices, or None (a
+    ``entity(label, id)``: the stored query set (``QuerySet``), search configuration
+    (``SearchConfiguration``) or remote search configuration (``RemoteSearchConfiguration``),
+    or None. ``price_of(model)``: a model's prices, or None (a
     ``maxCost`` needs them). ``judge(name, options)``: the reference judge built (it raises
     the 400 of a judge it does not know or cannot build). ``missing_references(query_set)``:
     how many of a stored query set's queries have no reference answer.
@@ -137,18 +140,19 @@ class QuerySetId(JudgmentField):
 
 
 class Configurations(JudgmentField):
-    """``searchConfigurationList``: a non-empty list of ids of stored configurations."""
+    """``searchConfigurationList``: a non-empty list naming stored configurations, local or
+    remote (schemas/configuration_list.py)."""
 
     def __init__(self, judgment_type: str, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.judgment_type = judgment_type
 
-    def check(self, value: Any) -> list[Any]:
+    def check(self, value: Any) -> ConfigurationIds:
         if not isinstance(value, list) or not value:
             raise ValidationError(f"searchConfigurationList is required for {self.judgment_type}")
-        for config_id in value:
-            entity(self, SEARCH_CONFIGURATION, config_id)
-        return value
+        rules = self.rules
+        return resolve(value, lambda c: rules.entity(SEARCH_CONFIGURATION, c) is not None,
+                       lambda c: rules.entity(REMOTE_SEARCH_CONFIGURATION, c) is not None)
 
 
 class Head(JudgmentBody):

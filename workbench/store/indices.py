@@ -20,6 +20,8 @@ AB_TEST_INDEX = ".plugins-search-relevance-ab-test"
 #: monitors (a workbench extension, docs/differences.md): definitions, and one document per run
 MONITOR_INDEX = "search-relevance-monitor"
 MONITOR_RUN_INDEX = "search-relevance-monitor-run"
+#: remote search configurations (issue 47): searches sent to another engine
+REMOTE_CONFIG_INDEX = "search-relevance-remote-search-config"
 
 
 # OpenSearch refuses to create an index with a longer name.

@@ -37,6 +37,11 @@ from workbench.schemas.query_sets import (
     ManualQuerySetSchema,
     SampledQuerySetSchema,
 )
+from workbench.schemas.remote_search import (
+    RemoteExecuteSchema,
+    RemoteRules,
+    RemoteSearchConfigurationSchema,
+)
 from workbench.schemas.schedules import ScheduleSchema
 from workbench.schemas.search_configurations import SearchConfigurationSchema
 
@@ -69,6 +74,8 @@ MODEL_SPEC = frozenset({"spec"})  # ModelSchema.spec: the whole body, as the mod
 SETTINGS_CHANGES = frozenset({"_changes"})  # _Changes: the workbench's keys of both sections
 # schemas/ab_tests: the steps that check the body as a whole (empty; both ids; any field)
 AB_WHOLE_BODY = frozenset({"\0body", "\0bodyboth", "\0bodyany"})
+# schemas/remote_search: the step that refuses a field the body should not have
+REMOTE_KEYS = frozenset({"\0fields"})
 
 
 # -- schemas built with harmless rules (only their fields are read here) -------------------------
@@ -162,6 +169,12 @@ def bodies() -> Iterator[Body]:
     yield Body("put", "/ab_tests/{test_id}/_update", (UpdateABTestSchema(),),
                internal=AB_WHOLE_BODY & {"\0body", "\0bodyany"})
     yield Body("post", "/ab_tests/{test_id}/_search", (ABTestSearchSchema(),))
+    remote = RemoteSearchConfigurationSchema(RemoteRules(*[_nothing] * 4))
+    for method, path in (("put", "/remote_search_configurations"),
+                         ("post", "/remote_search_configurations"),
+                         ("put", "/remote_search_configurations/{entity_id}")):
+        yield Body(method, path, (remote,), internal=REMOTE_KEYS)
+    yield Body("post", "/remote_search/execute", (RemoteExecuteSchema(),), internal=REMOTE_KEYS)
     for path in ("/monitors", "/monitors/{entity_id}"):
         yield Body("put", path, (MonitorSchema(MonitorRules(*[_nothing] * 7)),))
     # cluster paths the workbench answers itself

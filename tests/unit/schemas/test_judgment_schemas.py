@@ -249,7 +249,8 @@ def test_no_service_is_asked_once_a_field_failed() -> None:
     cluster = Cluster()
     reason(llm(searchConfigurationList=["nope", "c1"]), cluster)
     assert cluster.calls == [("entity", "QuerySet", "qs"),
-                             ("entity", "SearchConfiguration", "nope")]
+                             ("entity", "SearchConfiguration", "nope"),
+                             ("entity", "RemoteSearchConfiguration", "nope")]  # issue 47
     cluster = Cluster()
     reason(llm(name=None), cluster)
     assert cluster.calls == []

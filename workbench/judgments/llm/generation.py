@@ -20,7 +20,7 @@ from workbench.judgments.llm.job import (
     prepare,
     rating_entries,
 )
-from workbench.judgments.retrieval import Target, load, retrieve
+from workbench.judgments.retrieval import REMOTE_RETRY, Target, load, retrieve
 from workbench.querysets.entries import read_entries
 from workbench.services import Services
 from workbench.store.indices import QUERY_SET_INDEX, SEARCH_CONFIG_INDEX
@@ -81,6 +81,8 @@ def retry_failed(svc: Services, judgment_id: str, doc: dict[str, Any],
     config_ids = metadata.get("searchConfigurationList") or []
     if not config_ids:
         raise JobFailed("Cannot retry: the judgment's metadata names no searchConfigurationList")
+    if metadata.get("remoteSearchConfigurationIds"):  # refused by the route already
+        raise JobFailed(REMOTE_RETRY)
     first = load(svc, SEARCH_CONFIG_INDEX, config_ids[0], "SearchConfiguration")
     index = first["index"]
     entries = doc.get("judgmentRatings") or []

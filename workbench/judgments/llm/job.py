@@ -22,7 +22,14 @@ from workbench.jobs.control import JobControl
 from workbench.judges import ratings as parse
 from workbench.judgments import pooling
 from workbench.judgments.llm import chunking, cost, prompt
-from workbench.judgments.retrieval import Target, load, retrieve
+from workbench.judgments.retrieval import (
+    Target,
+    load,
+    load_configurations,
+    local_indices,
+    retrieve,
+    target_of,
+)
 from workbench.llm.base import ChatModel, ChatRequest, FormatRefused, LLMError, ModelUnusable
 from workbench.llm.mlcommons import UnknownModel
 from workbench.llm.pricing import Pricing, pricing_of
@@ -31,7 +38,7 @@ from workbench.llm.structured import Steps, answer_bound
 from workbench.querysets.entries import QueryEntry, read_entries
 from workbench.services import Services
 from workbench.store.identity import carry
-from workbench.store.indices import JUDGMENT_INDEX, QUERY_SET_INDEX, SEARCH_CONFIG_INDEX
+from workbench.store.indices import JUDGMENT_INDEX, QUERY_SET_INDEX
 from workbench.store.judgment_cache import CacheKey, JudgmentCache, prompt_code
 from workbench.store.vector_fields import vector_fields
 
@@ -529,16 +536,15 @@ def prepare(svc: Services, metadata: dict[str, Any], control: JobControl | None 
     (with ``expandCoverage``, the pool of the hybrid sub-queries: judgments/pooling.py), reused
     ``existingJudgments`` ratings and the judgment cache. ``_estimate`` runs this too."""
     query_set = load(svc, QUERY_SET_INDEX, metadata["querySetId"], "QuerySet")
-    configs = [load(svc, SEARCH_CONFIG_INDEX, c, "SearchConfiguration")
-               for c in metadata["searchConfigurationList"]]
+    configs, remote = load_configurations(svc, metadata)
     entries = read_entries(query_set)
-    judge = LlmRater(svc, metadata, configs[0]["index"], control)
-    judge.find_vectors(c["index"] for c in configs)
+    judge = LlmRater(svc, metadata, target_of(configs[0]), control)
+    judge.find_vectors(local_indices(configs))
     if control is not None:
         control.start(len(entries), "searching")
         control.check()
     targets = retrieve(svc, entries, configs, int(metadata.get("size", 10)), judge.describe,
-                       bool(metadata.get(pooling.FLAG)))
+                       bool(metadata.get(pooling.FLAG)), remote)
     for reused in _existing_ratings(svc, list(metadata.get("existingJudgments") or [])):
         for target in targets:
             for doc_id, rating in (reused.get(target.entry.key) or {}).items():

@@ -1,0 +1,135 @@
+"""Remote pointwise runs (workbench/remote): the 150 ESCI queries searched through a remote search
+configuration on another engine, against the same requests sent straight to that engine by a
+plain client with the same concurrency.
+
+Engines: the suite's OpenSearch as the "remote cluster" (the title match as a ``_search`` body)
+and Solr (``scripts/solr.sh``: edismax over ``title``). The remote configuration has no cache
+(``cacheDurationMinutes: 0``) and a rate limit far above what is reached, so both sides send
+every request; the workbench's side also pays the shared rate limiter and concurrency slots in
+Redis, the mapping of each answer, the metrics and the writes of the run. A second figure
+measures a cached re-run (``cacheDurationMinutes: 60``): what a repeated experiment costs when
+the remote is not asked again.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import urllib3
+
+from scripts.bench.common import Bench, Result, timed, wait_status
+from tests.support import services
+from tests.support.api import Api
+from tests.support.data import ESCI, UBI_SAMPLE
+from workbench.config import Config
+from workbench.demo.load import load_demo
+from workbench.remote.templates import RenderedRequest, render
+
+INDEX = "bench-esci-products"
+POLL = 0.005
+CONCURRENCY = 5  # the configuration's maxConcurrentRequests, and the direct client's threads
+ENGINES = {
+    "opensearch": ('{"query":{"match":{"title":"%SearchText%"}}}', "opensearch"),
+    "solr": ("q=%SearchText%&defType=edismax&qf=title&fl=id,score,title", "solr"),
+}
+#: what the remote configurations may reach: the loopback services of this machine
+REMOTE_ENV = {"WORKBENCH_REMOTE_ENDPOINTS": json.dumps([r"^http://127\.0\.0\.1:.*"]),
+              "WORKBENCH_REMOTE_PRIVATE_ENDPOINTS": "true"}
+
+
+def _direct(requests: list[RenderedRequest]) -> Callable[[], None]:
+    """Every request sent from ``CONCURRENCY`` threads, each answer read and decoded."""
+    http = urllib3.PoolManager(maxsize=CONCURRENCY)
+
+    def one(request: RenderedRequest) -> None:
+        headers = {"Accept": "application/json"}
+        if request.body is not None:
+            headers["Content-Type"] = "application/json"
+        answer = http.request(request.method, request.url, body=request.body, headers=headers)
+        assert answer.status == 200, answer.data[:200]
+        json.loads(answer.data)
+
+    def run() -> None:
+        with ThreadPoolExecutor(CONCURRENCY) as pool:
+            list(pool.map(one, requests))
+    return run
+
+
+def _experiment(api: Api, body: dict[str, Any]) -> Callable[[], None]:
+    def run() -> None:
+        reply = api.srw("PUT", "/experiments", body)
+        done = wait_status(api, f"/experiments/{reply.json['experiment_id']}", poll=POLL)
+        assert done["status"] == "COMPLETED", done
+    return run
+
+
+def _medians(runs: int, *fns: Callable[[], None]) -> list[list[float]]:
+    """Each function timed ``runs`` times, alternating, after one warm-up run of each."""
+    for fn in fns:
+        fn()
+    times: list[list[float]] = [[] for _ in fns]
+    for _ in range(runs):
+        for i, fn in enumerate(fns):
+            times[i].append(timed(fn)[0])
+    return times
+
+
+def _ms(values: list[float]) -> list[float]:
+    return [round(1000 * v, 1) for v in values]
+
+
+def run(bench: Bench) -> list[Result]:
+    if not bench.client.indices.exists(index=INDEX):
+        load_demo(Config.from_env(bench.env), str(UBI_SAMPLE / "ubi_ecommerce_products.json.gz"),
+                  INDEX, None)
+    solr = services.solr_url()
+    server = bench.server(2, "none", None, **REMOTE_ENV)
+    bench.worker(**REMOTE_ENV)
+    api = bench.api(server)
+    queries = json.loads((ESCI / "esci_us_queryset.json").read_text())["querySetQueries"]
+    judgment = api.srw("PUT", "/judgments", json.loads(
+        (ESCI / "esci_us_judgments.json").read_text())).json["judgment_id"]
+    wait_status(api, f"/judgments/{judgment}")
+    query_set = api.srw("PUT", "/query_sets", {
+        "name": "esci remote bench", "querySetQueries": queries}).json["query_set_id"]
+    texts = [str(q["queryText"]) for q in queries]
+    urls = {"opensearch": f"{bench.opensearch_url}/{INDEX}/_search",
+            "solr": f"{solr}/products/select"}
+    runs = 3 if bench.quick else 7
+    results = []
+    for engine, (template, preset) in ENGINES.items():
+        timings: dict[str, list[float]] = {}
+        for cache in (0, 60):
+            config = api.srw("PUT", "/remote_search_configurations", {
+                "name": f"bench {engine} cache {cache}", "connectionUrl": urls[engine],
+                "queryTemplate": template, "responseTemplate": preset,
+                "maxRequestsPerSecond": 1000, "maxConcurrentRequests": CONCURRENCY,
+                "cacheDurationMinutes": cache}).json["remote_search_configuration_id"]
+            body = {"type": "POINTWISE_EVALUATION", "querySetId": query_set,
+                    "searchConfigurationList": [config], "judgmentList": [judgment],
+                    "size": 10}
+            requests = [render(template, urls[engine], text, 10, None, preset)
+                        for text in texts]
+            experiment, direct = _medians(runs, _experiment(api, body), _direct(requests))
+            timings[f"experiment, cache {cache}"] = experiment
+            timings[f"direct, cache {cache}"] = direct
+        common = {"queries": len(texts), "runs": runs, "concurrency": CONCURRENCY,
+                  "baseline": f"the same {len(texts)} requests from {CONCURRENCY} threads "
+                              "(urllib3), answers decoded"}
+        results.append(Result(
+            "remote", f"pointwise, {len(texts)} ESCI queries on {engine} through a remote "
+            "configuration (no cache)", statistics.median(timings["experiment, cache 0"]),
+            statistics.median(timings["direct, cache 0"]), target=1.3, details={
+                **common, "experiment runs ms": _ms(timings["experiment, cache 0"]),
+                "direct runs ms": _ms(timings["direct, cache 0"])}))
+        results.append(Result(
+            "remote", f"the same on {engine}, answers cached (a repeated run)",
+            statistics.median(timings["experiment, cache 60"]),
+            statistics.median(timings["direct, cache 60"]), details={
+                **common, "experiment runs ms": _ms(timings["experiment, cache 60"]),
+                "direct runs ms": _ms(timings["direct, cache 60"])}))
+    return results
