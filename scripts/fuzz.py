@@ -86,10 +86,16 @@ def wait_for(what: str, predicate: Callable[[], bool], timeout: float = 60) -> N
     raise RuntimeError(f"fuzz: {what} did not happen in {timeout:.0f} s")
 
 
-def seed(api: Api, client: OpenSearch) -> dict[str, Any]:
+def seed_remote_url(opensearch_url: str) -> str:
+    """The one URL the fuzz stage's remote search configurations may search."""
+    return f"{opensearch_url}/{SEED_INDEX}/_search"
+
+
+def seed(api: Api, client: OpenSearch, opensearch_url: str) -> dict[str, Any]:
     """Entities the hooks may substitute for generated ids: a query set with reference answers,
-    two search configurations on a small index, two imported and one LLM judgment (COMPLETED),
-    a COMPLETED pointwise experiment, scheduled once a year. Returns their ids."""
+    two search configurations on a small index, a remote search configuration on the same
+    index, two imported and one LLM judgment (COMPLETED), a COMPLETED pointwise experiment,
+    scheduled once a year. Returns their ids."""
     if not client.indices.exists(index=SEED_INDEX):
         client.indices.create(index=SEED_INDEX, body={"settings": {"number_of_shards": 1}})
     docs = [("p1", "red running shoes"), ("p2", "blue running shoes"), ("p3", "red wool hat"),
@@ -111,6 +117,10 @@ def seed(api: Api, client: OpenSearch) -> dict[str, Any]:
         "name": f"fuzz seed {n}", "index": SEED_INDEX,
         "query": json.dumps({"query": {"match": {"title": "%SearchText%"}}})}))[
         "search_configuration_id"] for n in (1, 2)]
+    remote = ok(api.srw("PUT", "/remote_search_configurations", {
+        "name": "fuzz seed remote", "connectionUrl": seed_remote_url(opensearch_url),
+        "queryTemplate": json.dumps({"query": {"match": {"title": "%SearchText%"}}}),
+        "maxRequestsPerSecond": 1000}))["remote_search_configuration_id"]
     judgments = []
     for scale in ("1", "0.5"):
         judgments.append(ok(api.srw("PUT", "/judgments", {
@@ -142,7 +152,7 @@ def seed(api: Api, client: OpenSearch) -> dict[str, Any]:
     ok(api.srw("POST", "/experiments/schedule",
                {"experimentId": experiment, "cronExpression": "0 0 1 1 *"}))
     return {"querySetId": query_set, "searchConfigurationIds": configs,
-            "judgmentIds": judgments, "llmJudgmentIds": [llm_judgment],
+            "remoteConfigurationIds": [remote], "judgmentIds": judgments, "llmJudgmentIds": [llm_judgment],
             "experimentId": experiment, "index": SEED_INDEX,
             "modelId": MODEL_ID}
 
@@ -224,6 +234,10 @@ def main(argv: list[str] | None = None) -> int:
     # hosted https examples are refused), and fuzz_hooks.ENDPOINTS meet the address rule.
     env.update(WORKBENCH_MODEL_ENDPOINTS=json.dumps(["^http://.*"]),
                WORKBENCH_MODEL_PRIVATE_ENDPOINTS="false")
+    # Remote search configurations may reach the seed index's _search and nothing else: every
+    # generated connectionUrl is refused (400) unless it is exactly that one.
+    env.update(WORKBENCH_REMOTE_ENDPOINTS=json.dumps([re.escape(seed_remote_url(opensearch_url))]),
+               WORKBENCH_REMOTE_PRIVATE_ENDPOINTS="true")
     server: Server | None = None
     worker: Worker | None = None
     rc = 1
@@ -233,7 +247,7 @@ def main(argv: list[str] | None = None) -> int:
         api = Api(server.url)
         since = now_iso()
         before = plugin_settings(api)
-        seeds = seed(api, client)
+        seeds = seed(api, client, opensearch_url)
         print(f"fuzz: workbench at {server.url}, worker queue {queue}, seeds {seeds}", flush=True)
         hooks_env = dict(env, SCHEMATHESIS_HOOKS="scripts.fuzz_hooks",
                          FUZZ_SEEDS=json.dumps(seeds), PYTHONPATH=str(REPO))

@@ -38,6 +38,7 @@ BODY_FIELDS: dict[str, list[str]] = {
     "experimentId": _ids("experimentId"),
     "modelId": _ids("modelId"),
     "index": _ids("index"),
+    "remoteConfigId": _ids("remoteConfigurationIds"),
 }
 
 # First path segment after the SRW prefix -> seeded ids for the path's id parameter.
@@ -46,6 +47,7 @@ PATH_IDS: dict[str, list[str]] = {
     "search_configurations": _ids("searchConfigurationIds"),
     "judgments": _ids("judgmentIds") + _ids("llmJudgmentIds"),
     "experiments": _ids("experimentId"),
+    "remote_search_configurations": _ids("remoteConfigurationIds"),
 }
 
 
