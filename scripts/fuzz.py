@@ -152,8 +152,8 @@ def seed(api: Api, client: OpenSearch, opensearch_url: str) -> dict[str, Any]:
     ok(api.srw("POST", "/experiments/schedule",
                {"experimentId": experiment, "cronExpression": "0 0 1 1 *"}))
     return {"querySetId": query_set, "searchConfigurationIds": configs,
-            "remoteConfigurationIds": [remote], "judgmentIds": judgments, "llmJudgmentIds": [llm_judgment],
-            "experimentId": experiment, "index": SEED_INDEX,
+            "remoteConfigurationIds": [remote], "judgmentIds": judgments,
+            "llmJudgmentIds": [llm_judgment], "experimentId": experiment, "index": SEED_INDEX,
             "modelId": MODEL_ID}
 
 
