@@ -51,7 +51,7 @@ SEED_INDEX = "fuzz-products"
 ENTITY_INDICES = (indices.QUERY_SET_INDEX, indices.SEARCH_CONFIG_INDEX, indices.JUDGMENT_INDEX,
                   indices.EXPERIMENT_INDEX, indices.VARIANT_INDEX, indices.EVALUATION_INDEX,
                   indices.JOBS_INDEX, indices.HISTORY_INDEX, indices.CACHE_INDEX,
-                  indices.MODELS_INDEX)
+                  indices.MODELS_INDEX, indices.REMOTE_CONFIG_INDEX)
 SETTINGS_PREFIX = "plugins.search_relevance."
 
 
