@@ -646,7 +646,7 @@ def _export_run(client: WorkbenchClient, args: argparse.Namespace) -> int:
     evaluations = client.evaluations(args.experiment)
     qids = _qids(args.topics, (e["searchText"] for e in evaluations))
     for config_id in configs:
-        name = client.get("search_configurations", config_id).get("name") or config_id
+        name = _configuration_name(client, config_id)
         variants: dict[str, list[dict[str, Any]]] = {}
         for e in evaluations:
             if e.get("searchConfigurationId") == config_id:
@@ -663,6 +663,15 @@ def _export_run(client: WorkbenchClient, args: argparse.Namespace) -> int:
             err.print(f"{len(variants)} variant runs of {name!r}")
     _write_topics(args.topics_out, qids)
     return 0
+
+
+def _configuration_name(client: WorkbenchClient, config_id: str) -> str:
+    """A search configuration's name: a local one, else a remote one (docs/engines.md)."""
+    try:
+        found = client.get("search_configurations", config_id)
+    except ClientError:
+        found = client.get("remote_search_configurations", config_id)
+    return str(found.get("name") or config_id)
 
 
 def _slug(text: str) -> str:
