@@ -33,6 +33,7 @@ from workbench.store.indices import (
     MONITOR_INDEX,
     MONITOR_RUN_INDEX,
     QUERY_SET_INDEX,
+    REMOTE_CONFIG_INDEX,
     SEARCH_CONFIG_INDEX,
 )
 from workbench.store.repository import now_iso
@@ -50,6 +51,14 @@ def _exists(index: str, label: str, path: str) -> Any:
             return f"{path}: {label} [{entity_id}] does not exist"
         return None
     return check
+
+
+def _search_configuration(config_id: str) -> str | None:
+    """A local search configuration, or a remote one (docs/engines.md)."""
+    for index in (SEARCH_CONFIG_INDEX, REMOTE_CONFIG_INDEX):
+        if repository(index).get_hit(config_id, ["id"]) is not None:
+            return None
+    return f"searchConfigurationId: search configuration [{config_id}] does not exist"
 
 
 def _query_set(set_id: str) -> str | None:
@@ -85,8 +94,7 @@ def _metric(name: str, k: int) -> str | None:
 
 def rules() -> MonitorRules:
     return MonitorRules(
-        search_configuration=_exists(SEARCH_CONFIG_INDEX, "search configuration",
-                                     "searchConfigurationId"),
+        search_configuration=_search_configuration,
         query_set=_query_set,
         judgment=_exists(JUDGMENT_INDEX, "judgment", "judgmentList"),
         model=lambda _model_id: None,  # a model of the registry or of ML Commons, as judgments

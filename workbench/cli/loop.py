@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import gzip
 import json
+import os
 import re
 import sys
 from pathlib import Path
@@ -119,6 +120,26 @@ def add_commands(sub: Any) -> None:
     screate.add_argument("--index")
     screate.add_argument("--pipeline", help="search pipeline")
     screate.add_argument("--description")
+    sremote = sc.add_parser("remote", parents=[conn],
+                            help="create a remote search configuration: another cluster, "
+                                 "Solr or a JSON search API (docs/engines.md)")
+    sremote.add_argument("url", help="connectionUrl: the engine's search URL")
+    sremote.add_argument("template", help="queryTemplate: a JSON body or a query string "
+                                          "with %%SearchText%%")
+    sremote.add_argument("--name", required=True)
+    sremote.add_argument("--response", default="opensearch",
+                         help="responseTemplate: a preset (opensearch, elasticsearch, solr) "
+                              "or a JSON mapping (default opensearch)")
+    sremote.add_argument("--username")
+    sremote.add_argument("--password-env", metavar="VAR",
+                         help="an environment variable holding the password (never a flag: "
+                              "flags show in the process list)")
+    sremote.add_argument("--rps", type=float, help="maxRequestsPerSecond (default 10)")
+    sremote.add_argument("--concurrency", type=int,
+                         help="maxConcurrentRequests (default 5)")
+    sremote.add_argument("--cache-minutes", type=int,
+                         help="cacheDurationMinutes (default 60; 0 caches nothing)")
+    sremote.add_argument("--description")
 
     ex = sub.add_parser("experiment", help="experiments").add_subparsers(
         dest="action", required=True)
@@ -252,6 +273,7 @@ def run(args: argparse.Namespace) -> int:
         ("query-set", "show"): _query_set_show,
         ("judgments", "import"): _judgments_import,
         ("search-config", "create"): _search_config_create,
+        ("search-config", "remote"): _search_config_remote,
         ("experiment", "run"): _experiment_run,
         ("experiment", "summary"): _experiment_summary,
         ("experiment", "label-sample"): _label_sample,
@@ -480,6 +502,28 @@ def _search_config_create(client: WorkbenchClient, args: argparse.Namespace) -> 
     answer = client.srw("PUT", "/search_configurations", body)
     err.print(f"search configuration {body['name']!r} on {body['index']}")
     print(answer["search_configuration_id"])
+    return 0
+
+
+def _search_config_remote(client: WorkbenchClient, args: argparse.Namespace) -> int:
+    response: Any = args.response
+    if response.lstrip()[:1] == "{":
+        response = formats._json(response)
+    body: dict[str, Any] = {"name": args.name, "connectionUrl": args.url,
+                            "queryTemplate": args.template, "responseTemplate": response}
+    for key, value in (("username", args.username), ("description", args.description),
+                       ("maxRequestsPerSecond", args.rps),
+                       ("maxConcurrentRequests", args.concurrency),
+                       ("cacheDurationMinutes", args.cache_minutes)):
+        if value is not None:
+            body[key] = value
+    if args.password_env:
+        if args.password_env not in os.environ:
+            raise formats.FormatError(f"--password-env: {args.password_env} is not set")
+        body["password"] = os.environ[args.password_env]
+    answer = client.srw("PUT", "/remote_search_configurations", body)
+    err.print(f"remote search configuration {args.name!r} on {args.url}")
+    print(answer["remote_search_configuration_id"])
     return 0
 
 

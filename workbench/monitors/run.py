@@ -19,7 +19,14 @@ from opensearchpy.exceptions import ConflictError, NotFoundError
 from scipy import stats
 
 from workbench.jobs.base import JobFailed, is_transient, keep_metadata
-from workbench.judgments.retrieval import Target, load, retrieve
+from workbench.judgments.retrieval import (
+    Remote,
+    Target,
+    load,
+    load_configurations,
+    retrieve,
+    target_of,
+)
 from workbench.metrics.condensed import evaluate_condensed_many
 from workbench.metrics.pointwise import evaluate_many
 from workbench.monitors import decision, raters
@@ -166,28 +173,34 @@ def measure(targets: list[Target], ratings: dict[str, dict[str, float]], k: int,
 # -- the gold set -----------------------------------------------------------------------------
 
 def pick_gold(targets: list[Target], ratings: dict[str, dict[str, float]],
-              size: int) -> list[dict[str, Any]]:
-    """The first ``size`` rated pairs by query, then rank."""
+              size: int, keep_text: bool = False) -> list[dict[str, Any]]:
+    """The first ``size`` rated pairs by query, then rank. ``keep_text``: each pair keeps the
+    text the judge read (a remote configuration's documents cannot be read again by id)."""
     out: list[dict[str, Any]] = []
     for target in targets:
-        for doc_id, _ in target.hits:
+        for doc_id, text in target.hits:
             rating = ratings.get(target.entry.key, {}).get(doc_id)
             if rating is not None and len(out) < size:
-                out.append({"query": target.entry.query_text,
-                            "customFields": dict(target.entry.custom_fields),
-                            "docId": doc_id, "rating": rating})
+                pair = {"query": target.entry.query_text,
+                        "customFields": dict(target.entry.custom_fields),
+                        "docId": doc_id, "rating": rating}
+                out.append({**pair, "text": text} if keep_text else pair)
     return out
 
 
 def gold_targets(svc: Services, rater: raters.Rater, gold: list[dict[str, Any]],
                  index: str) -> list[Target]:
-    """The gold pairs as targets (one per query), each document read from the index now."""
-    sources = Repository(svc.client, index).mget_sources(list({g["docId"] for g in gold}))
+    """The gold pairs as targets (one per query), each document read from the index now, or,
+    for a pair that kept the text the judge read (a remote configuration's), that text."""
+    unread = list({g["docId"] for g in gold if "text" not in g})
+    sources = Repository(svc.client, index).mget_sources(unread) if unread else {}
     by_query: dict[str, Target] = {}
     for pair in gold:
         entry = QueryEntry(pair["query"], dict(pair.get("customFields") or {}))
         target = by_query.setdefault(entry.key, Target(entry))
-        if pair["docId"] in sources:
+        if "text" in pair:
+            target.hits.append((pair["docId"], str(pair["text"])))
+        elif pair["docId"] in sources:
             target.hits.append((pair["docId"], rater.describe(sources[pair["docId"]])))
     return list(by_query.values())
 
@@ -286,10 +299,9 @@ def execute(svc: Services, run_id: str) -> None:
         raise JobFailed(f"Monitor [{run['monitorId']}] does not exist")
     rater: raters.Rater | None = None
     try:
-        config = load(svc, SEARCH_CONFIG_INDEX, monitor["searchConfigurationId"],
-                      "SearchConfiguration")
-        rater = raters.build(svc, monitor, config["index"])
-        result = _measure_and_decide(svc, monitor, run, config, rater)
+        config, remote = _configuration(svc, monitor["searchConfigurationId"])
+        rater = raters.build(svc, monitor, target_of(config))
+        result = _measure_and_decide(svc, monitor, run, config, rater, remote)
     except Exception as exc:
         if not is_transient(exc):  # an outage is waited out and the run tried again
             _count(monitor["id"], "ERROR", rater)
@@ -308,15 +320,26 @@ def execute(svc: Services, run_id: str) -> None:
     _gauges(monitor["id"], final, rater)
 
 
+def _configuration(svc: Services, config_id: str) -> tuple[dict[str, Any], Remote]:
+    """The watched configuration: a local one, else a remote one (docs/engines.md) with its
+    definition by id."""
+    if Repository(svc.client, SEARCH_CONFIG_INDEX).get_hit(config_id, ["id"]) is not None:
+        return load(svc, SEARCH_CONFIG_INDEX, config_id, "SearchConfiguration"), {}
+    configs, remote = load_configurations(svc, {"searchConfigurationList": [config_id],
+                                                "remoteSearchConfigurationIds": [config_id]})
+    return configs[0], remote
+
+
 def _measure_and_decide(svc: Services, monitor: dict[str, Any], run: dict[str, Any],
-                        config: dict[str, Any], rater: raters.Rater) -> dict[str, Any]:
+                        config: dict[str, Any], rater: raters.Rater,
+                        remote: Remote) -> dict[str, Any]:
     now = datetime.now(UTC)
     k = int(monitor["k"])
     entries = sample(svc, monitor, now)
     if not entries:
         raise JobFailed("no queries to run: the panel is empty and the UBI sample found none "
                         "in the window")
-    targets = retrieve(svc, entries, [config], k, rater.describe)
+    targets = retrieve(svc, entries, [config], k, rater.describe, remote=remote)
     failed = [t.search_error for t in targets if t.search_error is not None]
     if len(failed) == len(targets):
         raise JobFailed(f"every search failed: {failed[-1]}")
@@ -351,11 +374,11 @@ def _measure_and_decide(svc: Services, monitor: dict[str, Any], run: dict[str, A
     size = int(monitor.get("goldPairs", 0))
     drift = False
     if size and gold and gold.get("pairs"):
-        found = check_gold(svc, rater, gold, config["index"])
+        found = check_gold(svc, rater, gold, target_of(config))
         drift = found.drift
         out["gold"] = {"pairs": found.pairs, "changed": found.changed, "drift": found.drift}
     elif size:
-        pairs = pick_gold(targets, ratings, size)
+        pairs = pick_gold(targets, ratings, size, keep_text=bool(remote))
         scale = max([1.0, *(float(p["rating"]) for p in pairs)])
         out["newGold"] = {"pairs": pairs, "scale": scale, "runId": run["id"]}
         out["gold"] = {"pairs": len(pairs), "changed": 0, "drift": False}
