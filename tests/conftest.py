@@ -70,13 +70,16 @@ def llama_url() -> str:
 
 
 @pytest.fixture
-def llm(llm_server: LLMServer, redis_url: str) -> LLMServer:
+def llm(llm_server: LLMServer, redis_url: str) -> Iterator[LLMServer]:
     """The LLM server with a clean script and request log for one test, and no structured-
     output mode remembered for any model (``llm/structured.py``): each test's calls start at
-    the top of the ladder."""
+    the top of the ladder. Reset again afterwards: a test that scripts failures
+    (``llm.fail(500, times=1000)``) must not leave them to a later test that does not ask for
+    this fixture but calls the same server (test_mustache_configurations' LLM judgment did)."""
     llm_server.reset()
     services.forget_formats(redis_url)
-    return llm_server
+    yield llm_server
+    llm_server.reset()
 
 
 @pytest.fixture(scope="session")

@@ -39,6 +39,7 @@ from workbench.store.indices import (
     MONITOR_INDEX,
     MONITOR_RUN_INDEX,
     QUERY_SET_INDEX,
+    REMOTE_CONFIG_INDEX,
     SEARCH_CONFIG_INDEX,
 )
 from workbench.store.repository import Repository, new_id, now_iso
@@ -323,7 +324,7 @@ def execute(svc: Services, run_id: str) -> None:
 def _configuration(svc: Services, config_id: str) -> tuple[dict[str, Any], Remote]:
     """The watched configuration: a local one, else a remote one (docs/engines.md) with its
     definition by id."""
-    if Repository(svc.client, SEARCH_CONFIG_INDEX).get_hit(config_id, ["id"]) is not None:
+    if Repository(svc.client, REMOTE_CONFIG_INDEX).get_hit(config_id, ["id"]) is None:
         return load(svc, SEARCH_CONFIG_INDEX, config_id, "SearchConfiguration"), {}
     configs, remote = load_configurations(svc, {"searchConfigurationList": [config_id],
                                                 "remoteSearchConfigurationIds": [config_id]})
