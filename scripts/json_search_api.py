@@ -25,8 +25,9 @@ Test knobs (for the tests only; nothing guards them, the service listens on loop
            ``Retry-After: s`` header when ``retryAfter`` is given; a later POST replaces it.
     GET    /_faults    the pending fault and how many searches it still applies to
     DELETE /_faults    no more faults
-    GET    /_requests  {"count": n, "times": [unix seconds, ...]}: the searches received
-                       (faulted ones too), in arrival order
+    GET    /_requests  {"count": n, "times": [unix seconds, ...], "queries": [text, ...]}:
+                       the searches received (faulted ones too), in arrival order, each with
+                       its ``q`` (null when it has none)
     DELETE /_requests  forget them
 
 Written by hand over the standard library (``http.server``'s ThreadingHTTPServer) and SQLite:
@@ -108,6 +109,7 @@ class Knobs:
         self.fault: dict[str, Any] = {}
         self.remaining = 0
         self.times: list[float] = []
+        self.queries: list[str | None] = []
 
     def set_fault(self, body: Any) -> dict[str, Any]:
         if not isinstance(body, dict):
@@ -141,10 +143,12 @@ class Knobs:
         with self._lock:
             self.fault, self.remaining = {}, 0
 
-    def arrived(self) -> dict[str, Any] | None:
-        """Log a search; the fault it meets (then one fewer remains), if any."""
+    def arrived(self, text: str | None) -> dict[str, Any] | None:
+        """Log a search (and its query text); the fault it meets (then one fewer remains), if
+        any."""
         with self._lock:
             self.times.append(time.time())
+            self.queries.append(text)
             if not self.remaining:
                 return None
             self.remaining -= 1
@@ -152,11 +156,13 @@ class Knobs:
 
     def requests(self) -> dict[str, Any]:
         with self._lock:
-            return {"count": len(self.times), "times": list(self.times)}
+            return {"count": len(self.times), "times": list(self.times),
+                    "queries": list(self.queries)}
 
     def forget_requests(self) -> None:
         with self._lock:
             self.times.clear()
+            self.queries.clear()
 
 
 def _is_int(value: Any) -> bool:
@@ -220,7 +226,7 @@ class Handler(BaseHTTPRequestHandler):
             self._answer(400, {"error": str(error)})
 
     def _search(self, method: str, query: str, raw: bytes) -> None:
-        fault = self.server.knobs.arrived()
+        fault = self.server.knobs.arrived(_query_text(method, query, raw))
         if fault:
             time.sleep(fault.get("delayMs", 0) / 1000)
             if fault.get("status") is not None:
@@ -251,6 +257,20 @@ class Handler(BaseHTTPRequestHandler):
             self.send_header(name, value)
         self.end_headers()
         self.wfile.write(body)
+
+
+def _query_text(method: str, query: str, raw: bytes) -> str | None:
+    """The search's ``q`` as the log of requests records it, before any fault: None when the
+    request has none that reads (the search then answers its 400)."""
+    if method == "GET":
+        text = parse_qs(query).get("q", [None])[-1]
+    else:
+        try:
+            body = json.loads(raw or b"null")
+        except ValueError:
+            return None
+        text = body.get("q") if isinstance(body, dict) else None
+    return text if isinstance(text, str) else None
 
 
 def _json(raw: bytes) -> Any:

@@ -273,20 +273,24 @@ def test_json_api_delay_fault_answers_late_but_right(api: str) -> None:
 
 
 def test_json_api_counts_the_searches_it_receives(api: str) -> None:
-    assert _get(f"{api}/_requests")[:2] == (200, {"count": 0, "times": []})
+    assert _get(f"{api}/_requests")[:2] == (200, {"count": 0, "times": [], "queries": []})
     _send("POST", f"{api}/_faults", {"status": 500})
     before = time.time()
     statuses = [_get(f"{api}/search", q=text)[0] for text in ("kindle", "lamp", "desk")]
+    statuses.append(_send("POST", f"{api}/search", {"q": "pen", "limit": 1})[0])
+    statuses.append(_get(f"{api}/search", limit=1)[0])  # no q: a 400, still a search received
     after = time.time()
     http.request("GET", f"{api}/")  # not a search
 
     status, requests, _ = _get(f"{api}/_requests")
-    assert status == 200 and statuses == [500, 200, 200]
-    assert requests["count"] == 3 and len(requests["times"]) == 3
-    assert before <= requests["times"][0] <= requests["times"][1] <= requests["times"][2] <= after
+    assert status == 200 and statuses == [500, 200, 200, 200, 400]
+    assert requests["count"] == 5 and len(requests["times"]) == 5
+    assert requests["queries"] == ["kindle", "lamp", "desk", "pen", None]
+    assert before <= requests["times"][0] <= requests["times"][1] <= requests["times"][2] \
+        <= requests["times"][3] <= requests["times"][4] <= after
 
     assert _send("DELETE", f"{api}/_requests", None)[:2] == (200, {"acknowledged": True})
-    assert _get(f"{api}/_requests")[1] == {"count": 0, "times": []}
+    assert _get(f"{api}/_requests")[1] == {"count": 0, "times": [], "queries": []}
 
 
 @pytest.mark.parametrize(("method", "path", "body", "error"), [
