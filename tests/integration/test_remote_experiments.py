@@ -380,6 +380,17 @@ def test_what_searches_local_configurations_only_refuses_a_remote_one(
                   "search configuration", "search_relevance_exception")
 
 
+def test_the_holes_of_a_remote_experiment_are_not_filled(
+        stack: Api, world: dict[str, Any]) -> None:
+    """Filling reads the pooled documents again by id, which a remote does not offer."""
+    done = experiment(stack, pointwise(world, [world["remote"]]))
+    assert done["status"] == "COMPLETED", done
+    reply = stack.srw("POST", f"/experiments/{done['id']}/_fill", {"modelId": JUDGE_MODEL})
+    reply.error(400, f"the holes of experiment [{done['id']}] cannot be filled: it searches "
+                     f"remote search configuration [{world['remote']}], whose documents cannot "
+                     "be read again by id; fill holes of local configurations only")
+
+
 def test_entries_naming_nothing_are_refused(stack: Api, world: dict[str, Any]) -> None:
     local = world["local"]
     cases = [

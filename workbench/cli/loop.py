@@ -123,7 +123,8 @@ def add_commands(sub: Any) -> None:
     sremote = sc.add_parser("remote", parents=[conn],
                             help="create a remote search configuration: another cluster, "
                                  "Solr or a JSON search API (docs/engines.md)")
-    sremote.add_argument("url", help="connectionUrl: the engine's search URL")
+    sremote.add_argument("connection_url", metavar="URL",
+                         help="connectionUrl: the engine's search URL")
     sremote.add_argument("template", help="queryTemplate: a JSON body or a query string "
                                           "with %%SearchText%%")
     sremote.add_argument("--name", required=True)
@@ -509,7 +510,7 @@ def _search_config_remote(client: WorkbenchClient, args: argparse.Namespace) -> 
     response: Any = args.response
     if response.lstrip()[:1] == "{":
         response = formats._json(response)
-    body: dict[str, Any] = {"name": args.name, "connectionUrl": args.url,
+    body: dict[str, Any] = {"name": args.name, "connectionUrl": args.connection_url,
                             "queryTemplate": args.template, "responseTemplate": response}
     for key, value in (("username", args.username), ("description", args.description),
                        ("maxRequestsPerSecond", args.rps),
@@ -522,7 +523,7 @@ def _search_config_remote(client: WorkbenchClient, args: argparse.Namespace) -> 
             raise formats.FormatError(f"--password-env: {args.password_env} is not set")
         body["password"] = os.environ[args.password_env]
     answer = client.srw("PUT", "/remote_search_configurations", body)
-    err.print(f"remote search configuration {args.name!r} on {args.url}")
+    err.print(f"remote search configuration {args.name!r} on {args.connection_url}")
     print(answer["remote_search_configuration_id"])
     return 0
 

@@ -83,7 +83,13 @@ def _need(repo: Repository, entity_id: str, label: str) -> dict[str, Any]:
 
 
 def index_of(client: Any, experiment: dict[str, Any]) -> str:
-    """The one index every configuration searches (ratings are matched by document id)."""
+    """The one index every configuration searches (ratings are matched by document id). A
+    remote search configuration's documents cannot be read again by id (docs/engines.md)."""
+    remote = experiment.get("remoteSearchConfigurationIds") or []
+    if remote:
+        raise Refused(f"the holes of experiment [{experiment.get('id')}] cannot be filled: it "
+                      f"searches remote search configuration [{remote[0]}], whose documents "
+                      "cannot be read again by id; fill holes of local configurations only")
     repo = Repository(client, SEARCH_CONFIG_INDEX)
     indices = sorted({str(_need(repo, str(c), "SearchConfiguration").get("index"))
                       for c in experiment.get("searchConfigurationList") or []})
