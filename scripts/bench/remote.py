@@ -25,6 +25,7 @@ from scripts.bench.common import Bench, Result, timed, wait_status
 from tests.support import services
 from tests.support.api import Api
 from tests.support.data import ESCI, UBI_SAMPLE
+from tests.support.processes import TRUST_LOOPBACK
 from workbench.config import Config
 from workbench.demo.load import load_demo
 from workbench.remote.templates import RenderedRequest, render
@@ -37,8 +38,7 @@ ENGINES = {
     "solr": ("q=%SearchText%&defType=edismax&qf=title&fl=id,score,title", "solr"),
 }
 #: what the remote configurations may reach: the loopback services of this machine
-REMOTE_ENV = {"WORKBENCH_REMOTE_ENDPOINTS": json.dumps([r"^http://127\.0\.0\.1:.*"]),
-              "WORKBENCH_REMOTE_PRIVATE_ENDPOINTS": "true"}
+REMOTE_ENV = TRUST_LOOPBACK
 
 
 def _direct(requests: list[RenderedRequest]) -> Callable[[], None]:

@@ -4,7 +4,6 @@ cluster, workers and Redis, with the stand-in model (which reports usage as Open
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Iterator
 from typing import Any
 
@@ -20,7 +19,7 @@ from tests.integration.test_generated_query_sets import (
 )
 from tests.support.api import Api
 from tests.support.llm_server import LLMServer
-from tests.support.processes import Server, Worker
+from tests.support.processes import Worker, own_stack
 from workbench.judges import registry
 
 
@@ -241,15 +240,9 @@ def test_answers_without_a_query_fail_their_documents(
 @pytest.fixture(scope="module")
 def impatient(env: dict[str, str]) -> Iterator[Api]:
     """A server and a worker of their own queue whose LLM calls wait 1 second, once."""
-    own = dict(env, WORKBENCH_LLM_TIMEOUT="1", WORKBENCH_LLM_MAX_RETRIES="0",
-               WORKBENCH_QUEUE=f"test-{uuid.uuid4().hex[:8]}")
-    server = Server(own, workers=1)
-    worker = Worker(own)
-    try:
-        yield Api(server.url)
-    finally:
-        worker.stop()
-        server.stop()
+    with own_stack(env, "test", WORKBENCH_LLM_TIMEOUT="1",
+                   WORKBENCH_LLM_MAX_RETRIES="0") as api:
+        yield api
 
 
 def test_a_model_that_does_not_answer_in_time_ends_the_set_error(

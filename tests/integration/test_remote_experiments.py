@@ -26,7 +26,7 @@ from tests.conftest import JUDGE_MODEL
 from tests.support import llm_server as fake
 from tests.support.api import Api, search_configuration
 from tests.support.llm_server import LLMServer
-from tests.support.processes import Server, Worker, free_port
+from tests.support.processes import TRUST_LOOPBACK, free_port, loopback_node, own_stack
 from tests.support.waiting import finished
 
 EVALUATIONS = "search-relevance-evaluation-result"
@@ -49,24 +49,15 @@ RATINGS = {"worked": {"a": "3", "b": "1", "c": "0", "x": "2"},
 
 @pytest.fixture(scope="module")
 def node(opensearch_url: str) -> str:
-    """The local cluster's first node, as a remote's connectionUrl starts."""
-    return opensearch_url.split(",")[0].rstrip("/").replace("//localhost:", "//127.0.0.1:")
+    return loopback_node(opensearch_url)
 
 
 @pytest.fixture(scope="module")
 def stack(env: dict[str, str]) -> Iterator[Api]:
     """An API server and a worker of their own that trust the loopback remotes (the local
     cluster, and the stand-in the tests start)."""
-    own = dict(env, WORKBENCH_QUEUE=f"test-remote-{uuid.uuid4().hex[:8]}",
-               WORKBENCH_REMOTE_ENDPOINTS=json.dumps([r"^http://127\.0\.0\.1:.*"]),
-               WORKBENCH_REMOTE_PRIVATE_ENDPOINTS="true")
-    server = Server(own, workers=1)
-    worker = Worker(own)
-    try:
-        yield Api(server.url)
-    finally:
-        worker.stop()
-        server.stop()
+    with own_stack(env, "test-remote", **TRUST_LOOPBACK) as api:
+        yield api
 
 
 @pytest.fixture(scope="module")

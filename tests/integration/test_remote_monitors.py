@@ -8,7 +8,6 @@ documents cannot be read again by id), so the judge has not drifted."""
 
 from __future__ import annotations
 
-import json
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -28,21 +27,13 @@ from tests.integration.test_monitors import (
     values,
 )
 from tests.support.api import Api, search_configuration
-from tests.support.processes import Server, Worker
+from tests.support.processes import TRUST_LOOPBACK, loopback_node, own_stack
 
 
 @pytest.fixture(scope="module")
 def stack(env: dict[str, str]) -> Iterator[Api]:
-    own = dict(env, WORKBENCH_QUEUE=f"test-remote-mon-{uuid.uuid4().hex[:8]}",
-               WORKBENCH_REMOTE_ENDPOINTS=json.dumps([r"^http://127\.0\.0\.1:.*"]),
-               WORKBENCH_REMOTE_PRIVATE_ENDPOINTS="true")
-    server = Server(own, workers=1)
-    worker = Worker(own)
-    try:
-        yield Api(server.url)
-    finally:
-        worker.stop()
-        server.stop()
+    with own_stack(env, "test-remote-mon", **TRUST_LOOPBACK) as api:
+        yield api
 
 
 @pytest.fixture(scope="module")
@@ -53,9 +44,9 @@ def case(stack: Api, direct: OpenSearch, opensearch_url: str) -> Iterator[dict[s
     for doc_id, title, rank in PRODUCTS:
         direct.index(index=index, id=doc_id, body={"title": title, "rank": rank})
     direct.indices.refresh(index=index)
-    node = opensearch_url.split(",")[0].rstrip("/").replace("//localhost:", "//127.0.0.1:")
     remote = stack.srw("PUT", "/remote_search_configurations", {
-        "name": "good, remote", "connectionUrl": f"{node}/{index}/_search",
+        "name": "good, remote",
+        "connectionUrl": f"{loopback_node(opensearch_url)}/{index}/_search",
         "queryTemplate": SORTED % "asc"})
     assert remote.status == 200, remote.data
     local = search_configuration(stack, "good, local", index, SORTED % "asc")

@@ -12,12 +12,13 @@ import sys
 import tempfile
 import time
 import uuid
-from contextlib import suppress
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
 from pathlib import Path
 
 import urllib3
 
-from tests.support.api import close_connections
+from tests.support.api import Api, close_connections
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -259,3 +260,28 @@ class HostsFile:
     def command(self) -> list[str]:
         return ["unshare", "--mount", "sh", "-c", 'mount --bind "$0" /etc/hosts && exec "$@"',
                 str(self.path)]
+
+
+#: the settings that let remote search configurations reach this machine's engines
+#: (docs/engines.md): loopback URLs are trusted and non-public addresses allowed
+TRUST_LOOPBACK = {"WORKBENCH_REMOTE_ENDPOINTS": json.dumps([r"^http://127\.0\.0\.1:.*"]),
+                  "WORKBENCH_REMOTE_PRIVATE_ENDPOINTS": "true"}
+
+
+def loopback_node(opensearch_url: str) -> str:
+    """The first node of ``OPENSEARCH_URL`` as a remote's ``connectionUrl`` starts."""
+    return opensearch_url.split(",")[0].rstrip("/").replace("//localhost:", "//127.0.0.1:")
+
+
+@contextmanager
+def own_stack(env: dict[str, str], name: str, **settings: str) -> Iterator[Api]:
+    """An API server (one gunicorn worker) and a Celery worker of their own queue, with
+    ``settings`` on top of ``env``, stopped afterwards."""
+    own = dict(env, WORKBENCH_QUEUE=f"{name}-{uuid.uuid4().hex[:8]}", **settings)
+    server = Server(own, workers=1)
+    worker = Worker(own)
+    try:
+        yield Api(server.url)
+    finally:
+        worker.stop()
+        server.stop()
