@@ -555,6 +555,19 @@ def test_every_route_answers_each_user_as_the_cluster_would(
          {"query_params": {"SearchText": "apple"}}, expect=403)
     for test in (test_id, other_test):
         call("DELETE", f"{ab}/<test_id>", f"{ab}/{test}")
+    # remote search configurations: their index is read and written as the caller; this server
+    # trusts no remote endpoint (docs/engines.md), so a definition is refused before any probe
+    remote, missing = f"{srw}/remote_search_configurations", uuid.uuid4().hex
+    definition = {"name": f"remote by {user}", "connectionUrl": "https://127.0.0.1:9250/x/_search",
+                  "queryTemplate": '{"query": {"match": {"title": "%SearchText%"}}}'}
+    for method in ("PUT", "POST"):
+        call(method, remote, remote, definition, expect=400)
+    call("GET", remote, remote)
+    for method in ("GET", "DELETE"):
+        call(method, f"{remote}/<entity_id>", f"{remote}/{missing}", expect=404)
+    call("PUT", f"{remote}/<entity_id>", f"{remote}/{missing}", definition, expect=404)
+    call("POST", f"{srw}/remote_search/execute", f"{srw}/remote_search/execute",
+         {"remoteConfigId": missing, "queryText": "apple"}, expect=404)
     call("GET", f"{srw}/_openapi", f"{srw}/_openapi")
     # deletes
     for model_id in (model, posted):
