@@ -207,3 +207,19 @@ def machine() -> str:
     mem = next((line.split()[1] for line in Path("/proc/meminfo").read_text().splitlines()
                 if line.startswith("MemTotal")), "?")
     return f"{cores} cores, {int(mem) // 1024 // 1024} GiB"
+
+
+def ms(values: list[float]) -> list[float]:
+    """Seconds as milliseconds to 0.1, for a result's details."""
+    return [round(1000 * v, 1) for v in values]
+
+
+def ensure_demo_index(bench: Bench, index: str) -> None:
+    """The UBI sample's product catalogue in ``index``, loaded when the index is missing."""
+    from tests.support.data import UBI_SAMPLE
+    from workbench.config import Config
+    from workbench.demo.load import load_demo
+
+    if not bench.client.indices.exists(index=index):
+        load_demo(Config.from_env(bench.env), str(UBI_SAMPLE / "ubi_ecommerce_products.json.gz"),
+                  index, None)

@@ -9,11 +9,9 @@ from typing import Any
 
 from opensearchpy.helpers import scan
 
-from scripts.bench.common import Bench, Result, timed, wait_status
+from scripts.bench.common import Bench, Result, ensure_demo_index, ms, timed, wait_status
 from tests.support.api import Api
-from tests.support.data import ESCI, UBI_SAMPLE
-from workbench.config import Config
-from workbench.demo.load import load_demo
+from tests.support.data import ESCI
 from workbench.querysets.entries import read_entries
 from workbench.store import bulk
 from workbench.store.indices import EVALUATION_INDEX, EXPERIMENT_INDEX, VARIANT_INDEX
@@ -79,19 +77,13 @@ def _measure(bench: Bench, api: Api, body: dict[str, Any], searches: list[Render
         baselines.append(timed(direct)[0])
         bounds.append(timed(bound)[0])
     return {"experiment": statistics.median(experiments), "msearch": statistics.median(baselines),
-            "bound": statistics.median(bounds), "experiment runs": _ms(experiments),
-            "msearch runs": _ms(baselines), "bound runs": _ms(bounds),
+            "bound": statistics.median(bounds), "experiment runs": ms(experiments),
+            "msearch runs": ms(baselines), "bound runs": ms(bounds),
             "documents written": len(writes)}
 
 
-def _ms(values: list[float]) -> list[float]:
-    return [round(1000 * v, 1) for v in values]
-
-
 def run(bench: Bench) -> list[Result]:
-    if not bench.client.indices.exists(index=INDEX):
-        load_demo(Config.from_env(bench.env), str(UBI_SAMPLE / "ubi_ecommerce_products.json.gz"),
-                  INDEX, None)
+    ensure_demo_index(bench, INDEX)
     server = bench.server()
     bench.worker()
     api = bench.api(server)

@@ -21,13 +21,11 @@ from typing import Any
 
 import urllib3
 
-from scripts.bench.common import Bench, Result, timed, wait_status
+from scripts.bench.common import Bench, Result, ensure_demo_index, ms, timed, wait_status
 from tests.support import services
 from tests.support.api import Api
-from tests.support.data import ESCI, UBI_SAMPLE
+from tests.support.data import ESCI
 from tests.support.processes import TRUST_LOOPBACK
-from workbench.config import Config
-from workbench.demo.load import load_demo
 from workbench.remote.templates import RenderedRequest, render
 
 INDEX = "bench-esci-products"
@@ -78,14 +76,8 @@ def _medians(runs: int, *fns: Callable[[], None]) -> list[list[float]]:
     return times
 
 
-def _ms(values: list[float]) -> list[float]:
-    return [round(1000 * v, 1) for v in values]
-
-
 def run(bench: Bench) -> list[Result]:
-    if not bench.client.indices.exists(index=INDEX):
-        load_demo(Config.from_env(bench.env), str(UBI_SAMPLE / "ubi_ecommerce_products.json.gz"),
-                  INDEX, None)
+    ensure_demo_index(bench, INDEX)
     solr = services.solr_url()
     server = bench.server(2, "none", None, **REMOTE_ENV)
     bench.worker(**REMOTE_ENV)
@@ -124,12 +116,12 @@ def run(bench: Bench) -> list[Result]:
             "remote", f"pointwise, {len(texts)} ESCI queries on {engine} through a remote "
             "configuration (no cache)", statistics.median(timings["experiment, cache 0"]),
             statistics.median(timings["direct, cache 0"]), target=1.3, details={
-                **common, "experiment runs ms": _ms(timings["experiment, cache 0"]),
-                "direct runs ms": _ms(timings["direct, cache 0"])}))
+                **common, "experiment runs ms": ms(timings["experiment, cache 0"]),
+                "direct runs ms": ms(timings["direct, cache 0"])}))
         results.append(Result(
             "remote", f"the same on {engine}, answers cached (a repeated run)",
             statistics.median(timings["experiment, cache 60"]),
             statistics.median(timings["direct, cache 60"]), details={
-                **common, "experiment runs ms": _ms(timings["experiment, cache 60"]),
-                "direct runs ms": _ms(timings["direct, cache 60"])}))
+                **common, "experiment runs ms": ms(timings["experiment, cache 60"]),
+                "direct runs ms": ms(timings["direct, cache 60"])}))
     return results

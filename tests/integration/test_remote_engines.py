@@ -45,6 +45,7 @@ from cryptography.fernet import Fernet
 from opensearchpy import OpenSearch
 
 from tests.integration.test_esci_end_to_end import reference_ndcg
+from tests.integration.test_experiments import by_experiment
 from tests.support import services
 from tests.support.api import Api, Reply, search_configuration
 from tests.support.processes import REPO, Proc, Server, Worker, free_port
@@ -313,12 +314,6 @@ def start(api: Api, query_set_id: str, configs: list[Any], judgment: str) -> str
 def run(api: Api, query_set_id: str, configs: list[Any], judgment: str) -> dict[str, Any]:
     return finished(api, f"/experiments/{start(api, query_set_id, configs, judgment)}", 300)
 
-
-def by_experiment(direct: OpenSearch, index: str, experiment_id: str) -> list[dict[str, Any]]:
-    direct.indices.refresh(index=index)
-    hits = direct.search(index=index, body={"query": {"term": {"experimentId": experiment_id}},
-                                            "size": 2000})
-    return [h["_source"] for h in hits["hits"]["hits"]]
 
 
 def exact(evaluation: dict[str, Any], name: str) -> float:

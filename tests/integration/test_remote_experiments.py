@@ -23,6 +23,7 @@ import pytest
 from opensearchpy import OpenSearch
 
 from tests.conftest import JUDGE_MODEL
+from tests.integration.test_experiments import by_experiment
 from tests.support import llm_server as fake
 from tests.support.api import Api, search_configuration
 from tests.support.llm_server import LLMServer
@@ -97,12 +98,6 @@ def experiment(api: Api, body: dict[str, Any]) -> dict[str, Any]:
     assert reply.status == 200, reply.data
     return finished(api, f"/experiments/{reply.json['experiment_id']}", 120)
 
-
-def by_experiment(direct: OpenSearch, index: str, experiment_id: str) -> list[dict[str, Any]]:
-    direct.indices.refresh(index=index)
-    hits = direct.search(index=index, body={"query": {"term": {"experimentId": experiment_id}},
-                                            "size": 1000})
-    return [h["_source"] for h in hits["hits"]["hits"]]
 
 
 def direct_ids(direct: OpenSearch, index: str, text: str, size: int) -> list[str]:
