@@ -607,7 +607,11 @@ def _label_sample(client: WorkbenchClient, args: argparse.Namespace) -> int:
 
 def _experiment_fill(client: WorkbenchClient, args: argparse.Namespace) -> int:
     """``POST experiments/{id}/_fill`` (or its ``_estimate``): the pool, the new list's id, and
-    with ``--rerun`` the experiment run again with the list (docs/holes.md)."""
+    with ``--rerun`` the experiment run again with the list (docs/holes.md). An experiment
+    still running (``run --no-wait``) is waited for first: its pool is the finished rankings."""
+    started = wait_with_progress(client, "experiments", args.experiment, "running", args.timeout)
+    if started.get("status") != "COMPLETED":
+        return _ended(started, "experiment")
     body: dict[str, Any] = {}
     if args.model:
         body["modelId"] = args.model
