@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 import sys
 import time
 import uuid
@@ -176,6 +177,11 @@ def test_the_scheduler_process_fires_a_cron_job(api: Api, experiment: str,
                     "size": 100})["hits"]["hits"]
                     if h["_source"]["status"] == "COMPLETED"]
         assert runs, process.log()[-3000:]
+        # A stop signal ends it between ticks, cleanly (as PID 1 of a container too, where a
+        # process without a handler would ignore SIGTERM and be killed after the grace period).
+        process.proc.send_signal(signal.SIGTERM)
+        assert process.proc.wait(10) == 0, process.log()[-3000:]
+        assert "scheduler stopped" in process.log()
     finally:
         process.stop()
         api.srw("DELETE", f"/experiments/schedule/{experiment}")

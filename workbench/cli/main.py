@@ -7,7 +7,9 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import signal
 import sys
+import threading
 from typing import Any
 
 from workbench.config import Config, ConfigError
@@ -226,9 +228,15 @@ def _scheduler(config: Config, _: argparse.Namespace) -> int:
     exporter.serve(config)
     log.info("scheduler started (every %gs)", config.scheduler_interval)
     svc = Services(config)
+    # A stop signal ends the loop between ticks. As PID 1 of a container the process would
+    # otherwise ignore SIGTERM (no default action there) and be killed after the grace period.
+    stop = threading.Event()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda *_: stop.set())
     # monitors fire from this process too; experiments know nothing of them (docs/monitors.md)
     MonitorScheduler(svc).start(config.scheduler_interval)
-    Scheduler(svc).run_forever(config.scheduler_interval)
+    Scheduler(svc).run_forever(config.scheduler_interval, stop)
+    log.info("scheduler stopped")
     return 0
 
 
