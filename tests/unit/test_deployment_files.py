@@ -179,7 +179,7 @@ def test_what_the_schema_cannot_check_is_caught_when_broken() -> None:
     assert compose_problems(broken) == [
         "dashboards depends on workbench, which is not a service",
         "the workbench's services run more than one image: "
-        "['${WORKBENCH_IMAGE:-workbench:local}', 'python:3.11-slim-bookworm']",
+        "['python:3.11-slim-bookworm', 'workbench:local']",
         "the image should be built by one service, not ['workbench-api', "
         "'workbench-scheduler']",
         "worker does not run `workbench worker`",
