@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The dependency lock, scripts/requirements.lock: every package the workbench, its dev tools and
-# its installers use, pinned (==) for every platform and Python >= 3.11. scripts/install.sh and
-# docker-compose.yml install through it, so a fresh install gets what the tests ran against.
+# its installers use, pinned (==) for every platform and Python >= 3.11. scripts/install.sh (and
+# with it the Dockerfile) installs through it, so a fresh install gets what the tests ran against.
 # It is compiled with uv from pyproject.toml (all extras) and scripts/lock.in, leaving out what
 # scripts/lock-exclude.txt names. See docs/dependencies.md.
 #

@@ -415,13 +415,9 @@ def test_workers_scale_alone_and_leave_one_at_a_time() -> None:
     assert worker_grace_seconds() == 150
 
 
-def test_the_scheduler_runs_once_and_stops_on_sigterm() -> None:
-    """``workbench scheduler`` sets no SIGTERM handler, so it must not be PID 1 (which ignores
-    SIGTERM without a handler): compose runs an init process, Kubernetes the pause process."""
+def test_the_scheduler_runs_once() -> None:
+    """Two schedulers would fire each schedule twice: one replica, never two during a rollout.
+    (Its SIGTERM as PID 1: tests/integration/test_schedules.py.)"""
     scheduler = deployments()["workbench-scheduler"]
     assert scheduler["spec"]["replicas"] == 1
     assert scheduler["spec"]["strategy"] == {"type": "Recreate"}
-    assert scheduler["spec"]["template"]["spec"]["shareProcessNamespace"] is True
-    services = compose()["services"]
-    for name in WORKBENCH_SERVICES:
-        assert services[name]["init"] is True, name
