@@ -46,7 +46,7 @@ RUN set -eu; \
     mkdir -p /home/workbench; \
     chown 10001:10001 /home/workbench
 
-# The image's HEALTHCHECK, by command: `serve` answers GET /_plugins/_search_relevance/_openapi
+# The image's HEALTHCHECK, by command: `serve` answers HEAD /_plugins/_search_relevance/_openapi
 # on its port (through the front and gunicorn, no cluster call, so a cluster outage does not
 # make it unhealthy); a worker has its job consumer running (a consumer that keeps dying is
 # restarted with a backoff of up to 30 s and shows as unhealthy); any other command is healthy
@@ -76,8 +76,8 @@ RUN printf '%s\n' \
     '            port = main[i + 1]' \
     '        elif arg.startswith("--port="):' \
     '            port = arg.split("=", 1)[1]' \
-    '    url = f"http://127.0.0.1:{port}/_plugins/_search_relevance/_openapi?format=yaml"' \
-    '    urllib.request.urlopen(url, timeout=8).read(1)' \
+    '    url = f"http://127.0.0.1:{port}/_plugins/_search_relevance/_openapi"' \
+    '    urllib.request.urlopen(urllib.request.Request(url, method="HEAD"), timeout=8)' \
     'elif "worker" in main:' \
     '    sys.exit(0 if any("--no-supervise" in argv(p) for p in pids) else 1)' \
     >/usr/local/bin/workbench-healthcheck \
@@ -100,6 +100,8 @@ ENV PATH=/opt/workbench/bin:$PATH \
     HOME=/home/workbench
 USER 10001:10001
 WORKDIR /home/workbench
+# matplotlib's font list, made once here rather than by every process at its first start
+RUN python -c 'import matplotlib.font_manager'
 EXPOSE 9400
 HEALTHCHECK --interval=30s --timeout=10s --start-period=60s --retries=3 \
     CMD ["/usr/local/bin/workbench-healthcheck"]

@@ -44,12 +44,14 @@ export CONTAINERS_STORAGE_CONF="$STORE/storage.conf"
 # configure: podman's settings for this machine, written on every call (the limits are the
 # caller's), and its storage under $WORKBENCH_HOME.
 configure() {
-  local nofile nproc
+  local nofile nproc run
   nofile=$(ulimit -Hn)
   nproc=$(ulimit -Hu)
   { [ "$nofile" = unlimited ] || [ "$nofile" -gt 65536 ]; } && nofile=65536
   { [ "$nproc" = unlimited ] || [ "$nproc" -gt 8192 ]; } && nproc=8192
   mkdir -p "$STORE/storage"
+  # podman's run-time state, one folder per storage (another $WORKBENCH_HOME has its own)
+  run="${XDG_RUNTIME_DIR:-/run}/workbench-containers-$(printf '%s' "$STORE" | sha256sum | cut -c1-8)"
   cat >"$CONTAINERS_CONF.tmp" <<EOF
 # Written by scripts/image.sh: podman's settings for the workbench's images and tests.
 [containers]
@@ -67,7 +69,7 @@ EOF
 [storage]
 driver = "overlay"
 graphroot = "$STORE/storage"
-runroot = "${XDG_RUNTIME_DIR:-/run}/workbench-containers"
+runroot = "$run"
 EOF
   mv "$CONTAINERS_STORAGE_CONF.tmp" "$CONTAINERS_STORAGE_CONF"
 }
