@@ -14,9 +14,10 @@ ARG BASE_IMAGE=python:3.11-slim-bookworm
 
 FROM ${BASE_IMAGE} AS build
 # Where pip keeps its downloads (a cache mount here; scripts/image.sh mounts the host's pip cache
-# instead and names it), and a CA bundle for pip where a proxy re-signs TLS (empty: none).
+# instead and names it), and a CA bundle for pip where a proxy re-signs TLS. PIP_CERT has no
+# default on purpose: not given, it stays unset (an empty one would turn pip's checks off).
 ARG PIP_CACHE_DIR=/root/.cache/pip
-ARG PIP_CERT=
+ARG PIP_CERT
 ENV WORKBENCH_HOME=/tmp/workbench-build PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_WARN_SCRIPT_LOCATION=1
 WORKDIR /src
 # The dependencies first, at the lock's versions: a change of code does not install them again.
