@@ -52,7 +52,17 @@ def image() -> str:
 
 @pytest.fixture(scope="module")
 def containers() -> Iterator[list[Container]]:
-    """Every container the module starts, removed at the end whatever happened."""
+    """The module's containers (the API), removed at its end whatever happened."""
+    started: list[Container] = []
+    yield started
+    for container in started:
+        container.remove()
+
+
+@pytest.fixture
+def workers() -> Iterator[list[Container]]:
+    """A test's worker containers, removed at its end whatever happened (a worker left running
+    would take the next test's jobs from the queue)."""
     started: list[Container] = []
     yield started
     for container in started:
@@ -147,9 +157,9 @@ def without_ids(value: Any, ids: set[str]) -> Any:
 
 
 def test_the_usual_path_through_the_container_api(
-        image: str, cenv: dict[str, str], containers: list[Container], capi: Api,
+        image: str, cenv: dict[str, str], workers: list[Container], capi: Api,
         api: Api, worker: Any, direct: OpenSearch) -> None:
-    start_worker(image, cenv, containers)
+    start_worker(image, cenv, workers)
     index = f"test-image-{uuid.uuid4().hex[:6]}"
     try:
         world = shoes_world(capi, direct, index)
@@ -184,11 +194,11 @@ def lease_holder(r: redis.Redis, judgment_id: str) -> str | None:
 
 
 def test_a_job_stopped_with_its_worker_completes_on_a_second_worker(
-        image: str, cenv: dict[str, str], containers: list[Container], capi: Api,
+        image: str, cenv: dict[str, str], workers: list[Container], capi: Api,
         llm: LLMServer, direct: OpenSearch, redis_url: str) -> None:
     r = redis.Redis.from_url(redis_url)
     job: SmallJob = small_job(direct, capi, f"test-image-job-{uuid.uuid4().hex[:6]}")
-    first = start_worker(image, cenv, containers)
+    first = start_worker(image, cenv, workers)
     try:
         llm.latency = 60.0  # every call outlasts the stop's grace period
         judgment_id = job.start(capi, f"image-{uuid.uuid4().hex[:8]}")
@@ -203,7 +213,7 @@ def test_a_job_stopped_with_its_worker_completes_on_a_second_worker(
         assert not first.running()
         stopped_calls = llm.calls
         llm.latency = 1.0
-        second = start_worker(image, cenv, containers)
+        second = start_worker(image, cenv, workers)
         deadline = time.monotonic() + 90
         while time.monotonic() < deadline:
             holder = lease_holder(r, judgment_id)
@@ -266,9 +276,9 @@ def test_config_in_the_image_masks_secrets_as_outside(image: str) -> None:
 
 
 def test_nothing_runs_as_root_and_the_healthcheck_passes(
-        image: str, cenv: dict[str, str], containers: list[Container],
+        image: str, cenv: dict[str, str], workers: list[Container],
         api_container: Container) -> None:
-    worker = start_worker(image, cenv, containers)
+    worker = start_worker(image, cenv, workers)
     for container in (api_container, worker):
         rows = container.processes()
         assert rows, container.name
