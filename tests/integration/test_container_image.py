@@ -85,14 +85,13 @@ def api_container(image: str, cenv: dict[str, str],
     container = Container(image, ["serve"], dict(cenv, WORKBENCH_PORT=str(port),
                                                  WORKBENCH_WEB_WORKERS="2"))
     containers.append(container)
-    container.url = f"http://127.0.0.1:{port}"  # type: ignore[attr-defined]
-    container.wait_http(container.url + "/")  # type: ignore[attr-defined]
+    container.wait_http(container.url + "/")
     return container
 
 
 @pytest.fixture(scope="module")
 def capi(api_container: Container) -> Api:
-    return Api(api_container.url)  # type: ignore[attr-defined]
+    return Api(api_container.url)
 
 
 def start_worker(image: str, cenv: dict[str, str], containers: list[Container]) -> Container:
@@ -190,7 +189,7 @@ def test_the_usual_path_through_the_container_api(
 
 def lease_holder(r: redis.Redis, judgment_id: str) -> str | None:
     value = r.get(leases.lease_key(GENERATE, judgment_id))
-    return value.decode() if value is not None else None
+    return None if value is None else value.decode() if isinstance(value, bytes) else str(value)
 
 
 def test_a_job_stopped_with_its_worker_completes_on_a_second_worker(

@@ -67,11 +67,13 @@ def settings_of(env: dict[str, str], *extra: str) -> dict[str, str]:
 class Container:
     """``podman run -d`` of the image with ``command``, on the host's network, named and with a
     host name of its own (a job's lease names its holder's host: each container must have
-    its own, as in compose or Kubernetes). ``remove`` removes it."""
+    its own, as in compose or Kubernetes). ``url``: where the API listens, given
+    ``WORKBENCH_PORT``. ``remove`` removes it."""
 
     def __init__(self, image: str, command: list[str], env: dict[str, str],
                  name: str | None = None) -> None:
         self.name = name or f"wb-test-{command[0]}-{uuid.uuid4().hex[:8]}"
+        self.url = f"http://127.0.0.1:{env['WORKBENCH_PORT']}" if "WORKBENCH_PORT" in env else ""
         args = ["run", "-d", "--name", self.name, "--hostname", self.name, "--network=host"]
         for key, value in env.items():
             args += ["-e", f"{key}={value}"]
