@@ -5,7 +5,7 @@
 #   build        make the Debian base if missing, build the image from the Dockerfile unless an
 #                image of this tree exists already, print its name (localhost/workbench:<hash>)
 #   base         make the Debian base only: `mmdebstrap --variant=minbase bookworm` from Debian's
-#                packages, imported as localhost/debian:bookworm (about 20 s, once)
+#                packages, imported as localhost/debian:bookworm (20 to 80 s, once)
 #   name         the image name this tree builds, without building it
 #   podman ARGS  run podman with this script's settings (what the tests run containers with)
 #   clean        remove every image and container of the script's storage
@@ -27,7 +27,8 @@
 # again at all, and a change of code rebuilds only the layers from its COPY on, since the
 # dependencies are installed in a layer of their own (the Dockerfile); only a change of the lock,
 # pyproject.toml, the installers or the Dockerfile installs them again. The host's pip cache is
-# mounted into the build, so wheels the host already downloaded are not downloaded again.
+# mounted into the build, so what the host's pip keeps (the wheels it built from source, and the
+# downloads an index lets it cache) is not fetched or built again.
 #
 # Settings (environment):
 #   WORKBENCH_IMAGE  repository of the image (default localhost/workbench)
