@@ -289,7 +289,7 @@ def test_nothing_runs_as_root_and_the_healthcheck_passes(
     # the API's processes: its gunicorn and the HAProxy front, all as the workbench user
     assert any("/usr/sbin/haproxy" in args for _, _, args in api_container.processes())
     # the check asks the API's port: on a port where nothing listens it fails
-    refused = api_container.exec("env", "WORKBENCH_PORT=1", "/usr/local/bin/workbench-healthcheck")
+    refused = api_container.exec("env", "WORKBENCH_PORT=1", "workbench", "healthcheck")
     assert refused.returncode == 1 and "Connection refused" in refused.stderr, refused
     inspected = podman("image", "inspect", "--format",
                        "{{.Config.User}} {{json .Config.Entrypoint}} {{json .Config.Cmd}}",

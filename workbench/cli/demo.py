@@ -17,7 +17,7 @@ from typing import Any
 
 from workbench.cli.client import ClientError, WorkbenchClient
 from workbench.cli.output import err, out, print_summary, wait_with_progress
-from workbench.config import REPO_ROOT
+from workbench.config import Config
 from workbench.demo.load import (
     JUDGMENTS,
     PRODUCTS,
@@ -26,6 +26,7 @@ from workbench.demo.load import (
     read_json,
     shipped_catalogue_size,
 )
+from workbench.store.bootstrap import load_spec
 
 METRIC = "NDCG@10"
 BATCH = 1000
@@ -100,9 +101,9 @@ def _load_products(client: WorkbenchClient, index: str) -> int:
         err.print(f"catalogue: {index} holds the {expected} demo products")
         return expected
     client.call("DELETE", f"/{index}", ok=(200, 404))
-    spec = json.loads((REPO_ROOT / "index_mappings" / "demo" / "ecommerce.json").read_text())
-    client.call("PUT", f"/{index}", {"settings": spec["settings"],
-                                     "mappings": spec["mappings"]})
+    # where this installation keeps its mappings (WORKBENCH_INDEX_MAPPINGS_DIR: an image's)
+    spec = load_spec(Config.from_env().index_mappings_dir, "demo/ecommerce.json")
+    client.call("PUT", f"/{index}", spec.body)
     batch: list[str] = []
     for doc_id, source in _products():
         batch += [json.dumps({"index": {"_id": doc_id}}), json.dumps(source)]

@@ -75,8 +75,15 @@ def main(argv: list[str] | None = None) -> int:
 
     loop.add_commands(sub)
 
+    sub.add_parser("healthcheck", help="exit 0 when this container's workbench command is "
+                                        "healthy (the image's HEALTHCHECK)")
+
     if argv[:1] == ["bench"]:
         return _bench(argv[1:])
+    if argv[:1] == ["healthcheck"]:  # reads no settings: it runs every 30 s and must not fail
+        from workbench.cli import healthcheck
+
+        return healthcheck.run()
     args = parser.parse_args(argv)
     if args.command in loop.COMMANDS:
         return loop.run(args)  # a client of the server: the server's settings do not apply
