@@ -9,6 +9,7 @@
 #   name         the image name this tree builds, without building it
 #   podman ARGS  run podman with this script's settings (what the tests run containers with)
 #   clean        remove every image and container of the script's storage
+#   tools        install podman, mmdebstrap and runc only (what every other command does first)
 #
 # Podman, mmdebstrap and runc come from Debian's packages when missing. Three of podman's
 # defaults fail on these machines and are changed in ONE place, the containers.conf written
@@ -133,6 +134,10 @@ build_args() {
 
 build() {
   local image started size old
+  # One build at a time: a second caller (CI starts one in the background; the tests' fixture
+  # asks too) waits for the first and then finds its image.
+  exec 9>"$STORE/build.lock"
+  flock 9
   image=$(name)
   if run_podman image exists "$image"; then
     say "$image is built already (nothing changed)"
@@ -171,5 +176,6 @@ case "${1:-}" in
   name) name ;;
   podman) shift; exec podman "$@" ;;
   clean) clean ;;
-  *) echo "usage: $0 build|base|name|podman ARGS...|clean" >&2; exit 2 ;;
+  tools) ;;
+  *) echo "usage: $0 build|base|name|podman ARGS...|clean|tools" >&2; exit 2 ;;
 esac

@@ -87,8 +87,9 @@ apt_install() {
     as_root env DEBIAN_FRONTEND=noninteractive apt-get update -qq >&2 || true
     APT_UPDATED=1
   fi
+  # waits for another apt (up to 5 min) rather than failing on its lock
   as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
-    "$@" >&2 || { say "could not install $*"; return 1; }
+    -o DPkg::Lock::Timeout=300 "$@" >&2 || { say "could not install $*"; return 1; }
 }
 
 # ensure_haproxy: install Debian's haproxy when none is installed (the workbench's front).
