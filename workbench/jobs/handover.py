@@ -184,8 +184,8 @@ def ask_pool(how: str) -> None:
             os.kill(pid, REQUEST_SIGNAL)
         except ProcessLookupError:
             continue
-    log.info("stop signal: %d job process(es) hand their jobs over to other workers "
-             "(forced after %d s, WORKBENCH_WORKER_STOP_SECONDS)", len(pids),
+    log.info("stop signal: the %d job process(es) hand any running job over to another "
+             "worker (by force after %d s, WORKBENCH_WORKER_STOP_SECONDS)", len(pids),
              config.worker_stop_seconds)
 
 
