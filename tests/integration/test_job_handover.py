@@ -262,6 +262,41 @@ def test_a_split_judgment_is_handed_over_by_its_parents_worker(
     assert "Traceback" not in log and "ended ERROR" not in log
 
 
+def test_a_job_that_does_not_stop_in_time_is_handed_over_by_force(
+    henv: dict[str, str], hapi: Api, direct: OpenSearch, indices: list[str], llm: LLMServer,
+    reference: list[dict[str, Any]], redis_url: str,
+) -> None:
+    # every call blocks 40 s: the job reaches no checkpoint within WORKBENCH_WORKER_STOP_SECONDS
+    fenv = dict(henv, WORKBENCH_WORKER_STOP_SECONDS="3")
+    r = redis.Redis.from_url(redis_url)
+    world = catalogue(direct, hapi, indices)
+    workers = [Worker(fenv), Worker(fenv)]
+    try:
+        llm.latency = 40.0
+        judgment_id = start(hapi, world)
+        victim = owner(workers, wait_lease(r, judgment_id))
+        wait_calls(llm, 2)
+        llm.latency = 0.0  # for the calls the other worker makes
+        sent = time.monotonic()
+        os.kill(victim.pid, signal.SIGTERM)
+        victim.proc.wait(30)
+        took = time.monotonic() - sent
+        doc = done(direct, judgment_id)
+    finally:
+        llm.latency = 0.0
+        for wrk in workers:
+            wrk.stop()
+    print(f"\nforced: SIGTERM -> worker exited in {took:.1f}s")
+    assert took < 3 + 5
+    assert_completed_as_reference(doc, reference)
+    # the two calls in flight were lost with the process: paid again by the other worker
+    paid = prompts_paid(llm, 0)
+    assert sum(paid.values()) == QUERIES + 2 and max(paid.values()) == 2, paid
+    assert f"{GENERATE} for {judgment_id} did not stop within 3 s of the stop signal " \
+           "(WORKBENCH_WORKER_STOP_SECONDS); handed over by force, its process exits" \
+           in victim.log()
+
+
 def test_finish_keeps_the_warm_shutdown_that_waits_for_the_job(
     henv: dict[str, str], hapi: Api, direct: OpenSearch, indices: list[str], llm: LLMServer,
     reference: list[dict[str, Any]], redis_url: str,
