@@ -107,6 +107,17 @@ def reference(henv: dict[str, str], hapi: Api, direct: OpenSearch, indices: list
     return ratings
 
 
+def workers_ready(henv: dict[str, str], count: int) -> list[Worker]:
+    """``count`` workers of the queue, each one's consumer ready (``Worker`` waits for a ping
+    answered by any worker of the queue, which may be another one's)."""
+    workers = [Worker(henv) for _ in range(count)]
+    deadline = time.monotonic() + 60
+    while not all(" ready." in w.log() for w in workers):
+        assert time.monotonic() < deadline, [w.log()[-2000:] for w in workers]
+        time.sleep(0.1)
+    return workers
+
+
 def wait_lease(r: redis.Redis, judgment_id: str, timeout: float = 60) -> str:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -162,7 +173,7 @@ def test_sigterm_hands_the_running_job_to_the_other_worker(
 ) -> None:
     r = redis.Redis.from_url(redis_url)
     world = catalogue(direct, hapi, indices)
-    workers = [Worker(henv), Worker(henv)]
+    workers = workers_ready(henv, 2)
     try:
         llm.latency = 1.0
         judgment_id = start(hapi, world)
@@ -237,7 +248,7 @@ def test_a_split_judgment_is_handed_over_by_its_parents_worker(
                 WORKBENCH_LLM_CONCURRENCY="1")
     r = redis.Redis.from_url(redis_url)
     world = catalogue(direct, hapi, indices)
-    workers = [Worker(senv), Worker(senv)]
+    workers = workers_ready(senv, 2)
     try:
         llm.latency = 2.0
         judgment_id = start(hapi, world)
@@ -270,7 +281,7 @@ def test_a_job_that_does_not_stop_in_time_is_handed_over_by_force(
     fenv = dict(henv, WORKBENCH_WORKER_STOP_SECONDS="3")
     r = redis.Redis.from_url(redis_url)
     world = catalogue(direct, hapi, indices)
-    workers = [Worker(fenv), Worker(fenv)]
+    workers = workers_ready(fenv, 2)
     try:
         llm.latency = 40.0
         judgment_id = start(hapi, world)
@@ -287,7 +298,7 @@ def test_a_job_that_does_not_stop_in_time_is_handed_over_by_force(
         for wrk in workers:
             wrk.stop()
     print(f"\nforced: SIGTERM -> worker exited in {took:.1f}s")
-    assert took < 3 + 5
+    assert took < 3 + 5 + 1  # the supervisor's kill at 8 s included
     assert_completed_as_reference(doc, reference)
     # the two calls in flight were lost with the process: paid again by the other worker
     paid = prompts_paid(llm, 0)
