@@ -98,11 +98,10 @@ class JobControl:
     def cancelled(self) -> bool:
         """True once a cancel was requested (asks Redis at most every ``CHECK_INTERVAL``), the
         time limit passed, or the worker is stopping (``jobs.handover``)."""
+        if self.handing_over():
+            return True
         with self._lock:
             if self._cancelled:
-                return True
-            if handover.requested():
-                self._cancelled = self._handed_over = True
                 return True
             now = time.monotonic()
             if self.stop_at is not None and now >= self.stop_at:
@@ -129,9 +128,19 @@ class JobControl:
         forget_cancel(self.svc.redis, self.entity_id)  # honoured: a later retry starts clean
         log.info("job of %s cancelled", self.entity_id)
 
+    def handing_over(self) -> bool:
+        """True once this process was asked to hand its jobs over (``jobs.handover``): the job
+        stops as for a cancel, and ``error`` is :class:`HandedOver`. Apart from ``cancelled``,
+        which a subclass may replace (a scheduled run's deadline)."""
+        if not handover.requested():
+            return False
+        with self._lock:
+            self._cancelled = self._handed_over = True
+        return True
+
     def check(self) -> None:
-        """Raise :class:`Cancelled` if the job was cancelled."""
-        if self.cancelled():
+        """Raise :class:`Cancelled` if the job was cancelled (or is handed over)."""
+        if self.handing_over() or self.cancelled():
             raise self.error()
 
     def error(self) -> Cancelled:

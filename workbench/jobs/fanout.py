@@ -700,7 +700,10 @@ def _watch(crew: Crew, runner: threading.Thread, keys: Keys, weights: Sequence[i
         control.start(total_weight, control.phase)
     while runner.is_alive():
         runner.join(0.25)
-        stopping = control.cancelled() if control is not None else handover.requested()
+        if control is not None:
+            stopping = control.handing_over() or control.cancelled()
+        else:
+            stopping = handover.requested()
         if stopping:
             crew.stop()
             runner.join()
