@@ -34,7 +34,7 @@ from tests.conftest import JUDGE_MODEL
 from tests.support.api import Api
 from tests.support.llm_server import LLMServer
 from tests.support.processes import Server, Worker
-from tests.support.small_job import GENERATE, item_catalogue
+from tests.support.small_job import GENERATE, item_catalogue, leases_gone
 from tests.support.waiting import settled
 from workbench.jobs import leases
 
@@ -184,8 +184,7 @@ def test_sigterm_hands_the_running_job_to_the_other_worker(
         took = terminate(victim)
         doc = done(direct, judgment_id)
         completed = time.monotonic() - signalled
-        gone = not r.exists(leases.lease_key(GENERATE, judgment_id),
-                            leases.queued_key(GENERATE, judgment_id))
+        gone = leases_gone(r, judgment_id)  # released just after the final write
     finally:
         llm.latency = 0.0
         for wrk in workers:
