@@ -61,6 +61,17 @@ def _split_queries(raw: str) -> int | None:
     return _non_negative_int(raw)
 
 
+#: what ``WORKBENCH_WORKER_STOP`` may be
+WORKER_STOP_MODES = ("handover", "finish")
+
+
+def _worker_stop(raw: str) -> str:
+    value = raw.strip().lower()
+    if value not in WORKER_STOP_MODES:
+        raise ValueError(f"expected handover or finish, got {raw!r}")
+    return value
+
+
 def _positive_float(raw: str) -> float:
     value = float(raw)
     if value <= 0:
@@ -379,6 +390,22 @@ class Config:
         "TTL of a running job's lease in Redis, renewed every third of it. A job whose worker "
         "died is queued again within seconds of a worker starting on the same host; from "
         "another host once its lease lapses, within this plus two sweeps (each half as long).")
+    worker_stop: str = setting(
+        "handover", "WORKBENCH_WORKER_STOP", _worker_stop,
+        "What a worker does with its running jobs when it is asked to stop (SIGTERM, or a "
+        "first SIGINT): handover (each job stops at its next checkpoint, keeps what it paid "
+        "for, releases its lease and is queued again at once for another worker; the worker "
+        "then exits) or finish (Celery's warm shutdown: the jobs run to their end first, "
+        "however long that takes). docs/reliability.md, \"A worker asked to stop hands its "
+        "jobs over\".")
+    worker_stop_seconds: int = setting(
+        20, "WORKBENCH_WORKER_STOP_SECONDS", _positive_int,
+        "With WORKBENCH_WORKER_STOP=handover: a job that has not handed itself over this many "
+        "seconds after the stop signal is handed over by force (queued again, its process "
+        "ends; calls in flight are lost), and the worker exits within this plus 5 s "
+        "(its supervisor kills what is left then). Set the orchestrator's grace period above "
+        "it: terminationGracePeriodSeconds (Kubernetes, 30 by default) or stop_grace_period "
+        "(compose, 10 s by default) of at least this plus 10.")
     job_max_attempts: int = setting(
         3, "WORKBENCH_JOB_MAX_ATTEMPTS", _positive_int,
         "Times a job whose worker or message was lost is queued again before it ends ERROR.")

@@ -21,6 +21,8 @@
   what it spent. Code that does not look (a long cluster call) is interrupted by Celery's soft
   time limit ``JOB_INTERRUPT_MARGIN`` seconds before the timeout; its ``SoftTimeLimitExceeded``
   ends the job the same way. At the timeout itself Celery kills the process.
+* A worker asked to stop hands its jobs over (``jobs.handover``): the job stops at its next
+  checkpoint with ``HandedOver`` and is queued again at once for another worker, without ERROR.
 """
 
 from __future__ import annotations
@@ -41,7 +43,7 @@ from tenacity import RetryCallState, Retrying, retry_if_exception, wait_exponent
 
 from workbench.config import JOB_INTERRUPT_MARGIN, JOB_STOP_MARGIN
 from workbench.errors import ClusterUnavailable
-from workbench.jobs import leases
+from workbench.jobs import handover, leases
 from workbench.jobs.celery_app import current_config, worker_client, worker_services
 from workbench.store.identity import Identity, acting_as, service_identity
 from workbench.store.repository import Repository
@@ -205,6 +207,19 @@ class TimedOut(Cancelled):
         JobFailed.__init__(self, time_limit_reason(interrupted), metadata)
 
 
+class HandedOver(Cancelled):
+    """The job stopped because its worker is stopping (``jobs.handover``): a ``Cancelled`` to
+    the domain, which stops as for a cancel, but not an ending. ``WorkbenchTask`` queues the job
+    again for another worker; nothing is written to the entity."""
+
+    log_level = logging.INFO
+    ending = ""
+
+    def __init__(self, metadata: dict[str, Any] | None = None) -> None:
+        JobFailed.__init__(self, "its worker is stopping: handed over to another worker",
+                           metadata)
+
+
 def extra_metadata(exc: BaseException) -> dict[str, Any]:
     """The fields the ERROR document of a job that ended with ``exc`` keeps besides its reason
     (``JobFailed.metadata``, or what ``keep_metadata`` attached to any other exception)."""
@@ -265,7 +280,17 @@ class WorkbenchTask(Task):
                 log.warning("%s for %s runs without a lease (Redis: %s)", self.name, entity_id,
                             type(exc).__name__)
                 lease = None
-        requeued = False
+        job = handover.Running(self.name, tuple(args), dict(kwargs), self.request.id,
+                               str(entity_id) if entity_id and self.status_index else None,
+                               lease)
+        if handover.requested() and self.status_index and entity_id:
+            # its worker is stopping: another one runs it (the lease, if taken, goes first)
+            log.info("%s for %s: this worker is stopping; handed over at once", self.name,
+                     entity_id)
+            handover.hand_over(job)
+            return None
+        handover.set_running(job)
+        requeued = handed_over = False
         started = _job_started.set(time.monotonic())
         state = _job_state.set({})
         metered = instruments.job_run(instruments.job_kind(self.name)) \
@@ -275,7 +300,7 @@ class WorkbenchTask(Task):
                 try:
                     return wait_out(lambda: self._run_once(args, kwargs), self.budget(),
                                     f"{self.name} for {entity_id}")
-                except Retry:
+                except (Retry, HandedOver):
                     run["ending"] = ""  # queued again: not an ending
                     raise
                 except JobFailed as exc:
@@ -290,15 +315,25 @@ class WorkbenchTask(Task):
         except Retry:
             requeued = True
             raise
+        except HandedOver:
+            if not (self.status_index and entity_id):
+                return None  # a split job's helper: the parent hands the job over
+            handed_over = True
+            log.info("%s for %s: handed over to another worker %.1f s after the stop signal",
+                     self.name, entity_id, handover.since_request())
+            return None
         except JobFailed as exc:
             if not (self.status_index and entity_id):
                 raise
             self.end_failed(str(entity_id), exc)
             return None
         finally:
+            handover.set_running(None)
             _job_started.reset(started)
             _job_state.reset(state)
-            if lease is not None:
+            if handed_over:
+                handover.hand_over(job)  # releases the lease
+            elif lease is not None:
                 lease.release(requeued)
 
     def budget(self) -> float:

@@ -13,6 +13,8 @@
 * **Time limit**: past ``jobs.base.job_stop_at`` (``WORKBENCH_JOB_TIMEOUT`` less
   ``JOB_STOP_MARGIN``) the job is stopped as a cancel stops it, and ends with
   :class:`TimedOut` (a WARNING, not a user's cancel).
+* **Worker stopping**: once ``jobs.handover`` was requested in this process the job is stopped
+  the same way, with :class:`HandedOver` (queued again for another worker, not an ending).
 """
 
 from __future__ import annotations
@@ -26,8 +28,9 @@ from typing import Any
 import redis
 from opensearchpy.exceptions import ConflictError, NotFoundError, TransportError
 
+from workbench.jobs import handover
 from workbench.jobs.base import CANCEL_REASON as CANCEL_REASON  # where it was defined before
-from workbench.jobs.base import Cancelled, TimedOut, job_stop_at
+from workbench.jobs.base import Cancelled, HandedOver, TimedOut, job_stop_at
 from workbench.redis_keys import cancel_key
 from workbench.services import Services
 from workbench.store.repository import Repository, now_iso
@@ -85,6 +88,7 @@ class JobControl:
         #: when the job's time limit stops it (``time.monotonic``); None: no limit
         self.stop_at = job_stop_at()
         self._timed_out = False
+        self._handed_over = False
         self._flag_unread = False  # the last read of the cancel flag failed (Redis away)
         self._checked_at = float("-inf")
         self._written_at = float("-inf")
@@ -92,7 +96,10 @@ class JobControl:
     # -- cancellation ---------------------------------------------------------------------
 
     def cancelled(self) -> bool:
-        """True once a cancel was requested (asks Redis at most every ``CHECK_INTERVAL``)."""
+        """True once a cancel was requested (asks Redis at most every ``CHECK_INTERVAL``), the
+        time limit passed, or the worker is stopping (``jobs.handover``)."""
+        if self.handing_over():
+            return True
         with self._lock:
             if self._cancelled:
                 return True
@@ -121,14 +128,27 @@ class JobControl:
         forget_cancel(self.svc.redis, self.entity_id)  # honoured: a later retry starts clean
         log.info("job of %s cancelled", self.entity_id)
 
+    def handing_over(self) -> bool:
+        """True once this process was asked to hand its jobs over (``jobs.handover``): the job
+        stops as for a cancel, and ``error`` is :class:`HandedOver`. Apart from ``cancelled``,
+        which a subclass may replace (a scheduled run's deadline)."""
+        if not handover.requested():
+            return False
+        with self._lock:
+            self._cancelled = self._handed_over = True
+        return True
+
     def check(self) -> None:
-        """Raise :class:`Cancelled` if the job was cancelled."""
-        if self.cancelled():
+        """Raise :class:`Cancelled` if the job was cancelled (or is handed over)."""
+        if self.handing_over() or self.cancelled():
             raise self.error()
 
     def error(self) -> Cancelled:
-        """The ending to raise: :class:`TimedOut` past the time limit, else :class:`Cancelled`."""
+        """The ending to raise: :class:`HandedOver` when the worker is stopping,
+        :class:`TimedOut` past the time limit, else :class:`Cancelled`."""
         metadata = {"progress": self.snapshot()} if self.in_metadata else None
+        if self._handed_over:
+            return HandedOver(metadata)
         return TimedOut(metadata) if self._timed_out else Cancelled(metadata)
 
     # -- progress -------------------------------------------------------------------------

@@ -50,7 +50,8 @@ from typing import Any, Protocol, TypeVar
 import redis
 from celery.exceptions import SoftTimeLimitExceeded
 
-from workbench.jobs.base import Cancelled, JobFailed, failure_reason, is_transient
+from workbench.jobs import handover
+from workbench.jobs.base import Cancelled, HandedOver, JobFailed, failure_reason, is_transient
 from workbench.jobs.control import JobControl
 from workbench.jobs.leases import holder_is_dead, holder_value
 from workbench.jobs.supervisor import read_all
@@ -378,10 +379,12 @@ class Crew:
         finished: tuple[str, Any] | None = None
         reclaimed_at = time.monotonic()
         while True:
-            found = self.take(finished, more=not self.stopping.is_set())
+            # a helper of a stopping worker takes no more units (the parent stops the run)
+            leaving = not self.waits and handover.requested()
+            found = self.take(finished, more=not self.stopping.is_set() and not leaving)
             finished = None
             if found is None:
-                if self.stopping.is_set() or not (self.waits and waiter):
+                if self.stopping.is_set() or leaving or not (self.waits and waiter):
                     return
                 if self.stopped() or self.complete():
                     return
@@ -697,16 +700,21 @@ def _watch(crew: Crew, runner: threading.Thread, keys: Keys, weights: Sequence[i
         control.start(total_weight, control.phase)
     while runner.is_alive():
         runner.join(0.25)
-        if control is None:
-            continue
-        if control.cancelled():
+        if control is not None:
+            stopping = control.handing_over() or control.cancelled()
+        else:
+            stopping = handover.requested()
+        if stopping:
             crew.stop()
             runner.join()
             _drain(crew, keys)
-            cancelled = control.error()  # its progress reads the tally: before the keys go
+            # its progress reads the tally: before the keys go
+            cancelled = control.error() if control is not None else HandedOver()
             with_tally(cancelled, crew.patience.call(lambda: tally(crew.redis, keys)))
             crew.patience.call(lambda: crew.redis.delete(*keys.all()))
             raise cancelled
+        if control is None:
+            continue
         done = [int(k) for k in crew.patience.call(lambda: crew.redis.hkeys(keys.done))] \
             if control.due() else None
         if done is not None:

@@ -155,15 +155,16 @@ class Lease:
                 log.warning("could not renew the lease of %s: %s", self.entity_id,
                             type(exc).__name__)
 
-    def release(self, requeued: bool) -> None:
-        """End the heartbeat and drop the lease; ``requeued`` (a retry was sent) writes the
-        queued marker first, so the entity is never without either key."""
+    def release(self, requeued: bool, why: str = "retry") -> None:
+        """End the heartbeat and drop the lease; ``requeued`` (a retry was sent, or the job is
+        handed over: ``why``) writes the queued marker first, so the entity is never without
+        either key."""
         self._stop.set()
         if self._thread is not None:
             self._thread.join(5)
         try:
             if requeued:
-                mark_queued(self.redis, self.task, self.entity_id, "retry")
+                mark_queued(self.redis, self.task, self.entity_id, why)
             else:
                 self.redis.delete(attempts_key(self.task, self.entity_id))
             release_if(self.redis, self.key, self.value)

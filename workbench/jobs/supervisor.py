@@ -1,8 +1,11 @@
 """``workbench worker`` keeps its job consumer alive: a consumer that exits is started again.
 
 The Celery consumer (``workbench worker --no-supervise``) runs as a child of this process, in a
-process group of its own: a stop signal (SIGTERM, SIGINT, SIGQUIT) reaches it once, forwarded
-by this process, which then waits for its warm shutdown and exits with it. A consumer that
+process group of its own: a stop signal (SIGTERM, SIGINT, SIGQUIT) reaches it forwarded by this
+process, which then waits for its shutdown and exits with it. With
+``WORKBENCH_WORKER_STOP=handover`` the consumer hands its jobs over (``jobs.handover``) and
+this process kills it if it is still running ``WORKBENCH_WORKER_STOP_SECONDS + STOP_MARGIN``
+seconds after the first stop signal, so a worker's stop is bounded. A consumer that
 exits without being asked to (killed, out of memory, an "Unrecoverable error" of Celery when
 its broker goes away) is started again after 1 s, doubling up to 30 s while it keeps dying,
 back to 1 s once a consumer has run for ``STABLE_SECONDS``.
@@ -41,6 +44,10 @@ import redis
 
 from workbench import redis_client, redis_keys
 from workbench.config import Config
+
+#: seconds past ``WORKBENCH_WORKER_STOP_SECONDS`` before a stopping consumer is killed: a job
+#: handed over by force ends its process at ``WORKBENCH_WORKER_STOP_SECONDS`` (``jobs.handover``)
+STOP_MARGIN = 5.0
 
 log = logging.getLogger(__name__)
 
@@ -91,6 +98,7 @@ class Record:
     """What ``workbench status`` reads about this supervisor, kept in Redis."""
 
     def __init__(self, config: Config, queue: str) -> None:
+        self.config = config
         self.redis = redis_client.connect(config, socket_timeout=3, socket_connect_timeout=3)
         self.key = redis_keys.supervisor_key(socket.gethostname(), os.getpid())
         self.data: dict[str, Any] = {
@@ -147,12 +155,44 @@ def recent_exits(record: dict[str, Any], now: float | None = None) -> list[dict[
     return [e for e in record.get("exits", []) if e["at"] > now - RECENT_SECONDS]
 
 
-def supervise(command: list[str], record: Record | None) -> int:
-    """Run ``command`` until this process is asked to stop; returns the last exit status."""
+def stop_bound(config: Config) -> float | None:
+    """Seconds from a stop signal to killing a consumer that has not exited: with
+    ``WORKBENCH_WORKER_STOP=handover``, ``WORKBENCH_WORKER_STOP_SECONDS`` plus the margin in
+    which a job handed over by force ends its process (``jobs.handover``); None (wait for the
+    jobs, however long) with ``finish``."""
+    if config.worker_stop != "handover":
+        return None
+    return config.worker_stop_seconds + STOP_MARGIN
+
+
+def _wait(child: subprocess.Popen[bytes], stopped_at: list[float], bound: float | None) -> int:
+    """Wait for ``child``; once a stop signal came (``stopped_at``), at most ``bound`` seconds
+    from it, then kill it (its pool processes die with it)."""
+    while True:
+        try:
+            return child.wait(0.25)
+        except subprocess.TimeoutExpired:
+            pass
+        if stopped_at and bound is not None and time.monotonic() - stopped_at[0] >= bound:
+            log.error("the job consumer (pid %d) did not exit within %.0f s of the stop signal; "
+                      "killing it", child.pid, bound)
+            child.kill()
+            return child.wait()
+
+
+def supervise(command: list[str], record: Record | None, bound: float | None = None) -> int:
+    """Run ``command`` until this process is asked to stop; returns the last exit status. A
+    consumer still running ``bound`` seconds after the stop signal is killed (None: the
+    record's configuration says, ``stop_bound``)."""
     stopping = threading.Event()
     child: subprocess.Popen[bytes] | None = None
+    stopped_at: list[float] = []
+    if bound is None and record is not None:
+        bound = stop_bound(record.config)
 
     def forward(signum: int, _: FrameType | None) -> None:
+        if not stopped_at:
+            stopped_at.append(time.monotonic())
         stopping.set()
         if child is not None and child.poll() is None:
             try:
@@ -175,7 +215,7 @@ def supervise(command: list[str], record: Record | None) -> int:
             log.info("job consumer started (pid %d)", child.pid)
             if record is not None:
                 record.consumer_started(child.pid)
-            returncode = child.wait()
+            returncode = _wait(child, stopped_at, bound)
             if stopping.is_set():
                 break
             ran = time.monotonic() - started
@@ -191,7 +231,7 @@ def supervise(command: list[str], record: Record | None) -> int:
     finally:
         stopping.set()
         if child is not None and child.poll() is None:
-            returncode = child.wait()
+            returncode = _wait(child, stopped_at, bound)
         if record is not None:
             record.forget()
     return returncode

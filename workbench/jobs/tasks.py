@@ -2,14 +2,15 @@
 
 The domain's jobs are registered by their own packages (``judgments.tasks``,
 ``experiments.tasks``, ``evaluation.tasks``), which a worker imports at start
-(``workbench/cli/main.py``); the API only sends jobs by name.
+(``workbench/cli/main.py``); the API only sends jobs by name. Importing it (only workers do)
+also wires a stopping worker's hand-over of its jobs to Celery's signals (``jobs.handover``).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from workbench.jobs import fanout
+from workbench.jobs import fanout, handover
 from workbench.jobs.base import WorkbenchTask
 from workbench.jobs.celery_app import celery_app, worker_services
 from workbench.store.identity import Identity, service_identity
@@ -34,3 +35,6 @@ class HelperTask(WorkbenchTask):
 @celery_app.task(name=fanout.HELPER_TASK, base=HelperTask)
 def help_split_job(kind_name: str, entity_id: str, run: str, user: str | None = None) -> int:
     return fanout.help_run(worker_services(), kind_name, entity_id, run)
+
+
+handover.connect()

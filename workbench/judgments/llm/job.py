@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -326,10 +326,18 @@ class LlmRater:
                     except Exception as exc:  # noqa: BLE001 - recorded as the query's failure
                         answer = crash_answer(targets[number].entry.key, exc)
                     if answer is None or self.cancelled():
+                        # what was paid for is kept: its usage, and its ratings in the cache
+                        # (a job handed over to another worker, jobs/handover.py, reads them)
+                        def keep(done: Future[ChunkAnswer | None], paid: ChunkAnswer) -> None:
+                            self.usage.add(paid.usage)
+                            cache.add(self.record(outcomes[futures[done]],
+                                                  targets[futures[done]].entry, paid,
+                                                  chunk_ids[done]))
+
                         if answer is not None:
-                            self.usage.add(answer.usage)
+                            keep(future, answer)
                         error = self._cancel(futures)
-                        self._count_in_flight(futures, counted)
+                        self._count_in_flight(futures, counted, keep)
                         raise error
                     self.usage.add(answer.usage)
                     cache.add(self.record(outcomes[number], targets[number].entry, answer,
@@ -369,9 +377,11 @@ class LlmRater:
         return {}
 
     def _count_in_flight(self, futures: dict[Future[ChunkAnswer | None], int],
-                         counted: set[Future[ChunkAnswer | None]]) -> None:
-        """Wait for the calls under way when the job was cancelled and count what they cost:
-        they are paid for, and the judgment's usage keeps them."""
+                         counted: set[Future[ChunkAnswer | None]],
+                         keep: Callable[[Future[ChunkAnswer | None], ChunkAnswer], None],
+                         ) -> None:
+        """Wait for the calls under way when the job was cancelled and ``keep`` what they
+        brought: they are paid for, and the judgment's usage and the cache keep them."""
         for future in futures:
             if future in counted or future.cancelled():
                 continue
@@ -380,7 +390,7 @@ class LlmRater:
             except Exception:  # noqa: BLE001 - a call that failed cost nothing countable
                 continue
             if answer is not None:
-                self.usage.add(answer.usage)
+                keep(future, answer)
 
     def _cancel(self, futures: dict[Future[ChunkAnswer | None], int]) -> Exception:
         """Drop the chunks not started yet; the ``Cancelled`` to raise."""
