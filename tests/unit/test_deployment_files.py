@@ -411,8 +411,12 @@ def test_workers_scale_alone_and_leave_one_at_a_time() -> None:
     budget = resources()[("PodDisruptionBudget", "workbench-worker")]
     assert budget["spec"]["maxUnavailable"] == 1
     assert budget["spec"]["selector"] == worker["spec"]["selector"]
-    # more than Kubernetes' default of 30 s, the same as compose's stop grace period
-    assert worker_grace_seconds() == 150
+    # the worker's own bound (WORKBENCH_WORKER_STOP_SECONDS, then 5 s for its supervisor) and a
+    # margin, the same as compose's stop grace period
+    settings = resources()[("ConfigMap", "workbench-settings")]["data"]
+    stop_seconds = int(settings.get("WORKBENCH_WORKER_STOP_SECONDS",
+                                    Config().worker_stop_seconds))
+    assert worker_grace_seconds() == 45 >= stop_seconds + 5 + 15
 
 
 def test_the_scheduler_runs_once() -> None:
