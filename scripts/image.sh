@@ -36,6 +36,9 @@
 # Log of the last build: $WORKBENCH_HOME/logs/image-build.log
 
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+# The checkout itself, through any symlink to scripts/ (the docs' examples run from a folder
+# that links to it): what the image is built from and hashed.
+REPO_ROOT=$(cd -P "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 
 IMAGE="${WORKBENCH_IMAGE:-localhost/workbench}"
 BASE=localhost/debian:bookworm
