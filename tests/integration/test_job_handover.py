@@ -34,7 +34,7 @@ from tests.conftest import JUDGE_MODEL
 from tests.support.api import Api
 from tests.support.llm_server import LLMServer
 from tests.support.processes import Server, Worker
-from tests.support.small_job import GENERATE, item_catalogue, leases_gone
+from tests.support.small_job import GENERATE, item_catalogue, leases_gone, wait_lease
 from tests.support.waiting import settled
 from workbench.jobs import leases
 
@@ -116,16 +116,6 @@ def workers_ready(henv: dict[str, str], count: int) -> list[Worker]:
         assert time.monotonic() < deadline, [w.log()[-2000:] for w in workers]
         time.sleep(0.1)
     return workers
-
-
-def wait_lease(r: redis.Redis, judgment_id: str, timeout: float = 60) -> str:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = r.get(leases.lease_key(GENERATE, judgment_id))
-        if value is not None:
-            return value.decode()
-        time.sleep(0.05)
-    raise AssertionError("the job never took its lease")
 
 
 def owner(workers: list[Worker], lease_value: str) -> Worker:

@@ -17,7 +17,7 @@ from opensearchpy import OpenSearch
 from tests.support.api import Api
 from tests.support.llm_server import LLMServer
 from tests.support.processes import Server, Worker
-from tests.support.small_job import GENERATE, SmallJob, leases_gone, small_job
+from tests.support.small_job import GENERATE, SmallJob, leases_gone, small_job, wait_lease
 from tests.support.waiting import settled
 from workbench.jobs import leases
 
@@ -51,16 +51,6 @@ def start_judgment(lapi: Api, setup: SmallJob) -> str:
 
 def wait_done(direct: OpenSearch, judgment_id: str, timeout: float = 120) -> dict[str, Any]:
     return settled(direct, INDEX, judgment_id, timeout)
-
-
-def wait_lease(r: redis.Redis, judgment_id: str, timeout: float = 60) -> str:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = r.get(leases.lease_key(GENERATE, judgment_id))
-        if value is not None:
-            return value.decode()
-        time.sleep(0.05)
-    raise AssertionError("the job never took its lease")
 
 
 def assert_no_duplicates(doc: dict[str, Any]) -> None:

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import urllib3
 
+from tests.support.processes import wait_for_ping
 from workbench.config import settings_table
 
 REPO = Path(__file__).resolve().parents[2]
@@ -136,20 +137,4 @@ class Container:
 
     def wait_worker(self, env: dict[str, str], timeout: float = 120) -> None:
         """Until the job consumer in the container answers a Celery ping on its queue."""
-        from celery import Celery
-
-        from workbench.config import Config
-        from workbench.jobs.celery_app import transport_options
-
-        config = Config.from_env(env)
-        app = Celery("ping", broker=config.celery_broker_url)
-        app.conf.broker_transport_options = transport_options(config)
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if not self.running():
-                raise RuntimeError(f"{self.name} exited:\n{self.logs()[-4000:]}")
-            replies = app.control.ping(timeout=1.0)
-            if any(self.name in name for reply in replies for name in reply):
-                return
-        raise RuntimeError(f"{self.name}'s worker did not answer a ping in {timeout}s:\n"
-                           f"{self.logs()[-4000:]}")
+        wait_for_ping(env, self.name, f"{self.name}'s worker", self.running, self.logs, timeout)

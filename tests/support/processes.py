@@ -12,7 +12,7 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
 
@@ -189,23 +189,30 @@ class Worker(Proc):
         self._wait(env)
 
     def _wait(self, env: dict[str, str], timeout: float = 60) -> None:
-        from celery import Celery
+        wait_for_ping(env, self.queue, "workbench worker", self.alive, self.log, timeout)
 
-        from workbench.config import Config
-        from workbench.jobs.celery_app import transport_options
 
-        # A private app: pinging must not repoint the test process's own Celery app.
-        config = Config.from_env(env)
-        app = Celery("ping", broker=config.celery_broker_url)
-        app.conf.broker_transport_options = transport_options(config)
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if not self.alive():
-                raise RuntimeError(f"workbench worker exited:\n{self.log()[-4000:]}")
-            replies = app.control.ping(timeout=1.0)
-            if any(self.queue in name for reply in replies for name in reply):
-                return
-        raise RuntimeError(f"worker did not answer a ping in {timeout}s:\n{self.log()[-4000:]}")
+def wait_for_ping(env: dict[str, str], name_part: str, what: str, alive: Callable[[], bool],
+                  log: Callable[[], str], timeout: float) -> None:
+    """Until a job consumer whose Celery node name holds ``name_part`` answers a ping on the
+    broker of ``env``; a RuntimeError with the end of ``log()`` if it exits or stays silent."""
+    from celery import Celery
+
+    from workbench.config import Config
+    from workbench.jobs.celery_app import transport_options
+
+    # A private app: pinging must not repoint the test process's own Celery app.
+    config = Config.from_env(env)
+    app = Celery("ping", broker=config.celery_broker_url)
+    app.conf.broker_transport_options = transport_options(config)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if not alive():
+            raise RuntimeError(f"{what} exited:\n{log()[-4000:]}")
+        replies = app.control.ping(timeout=1.0)
+        if any(name_part in name for reply in replies for name in reply):
+            return
+    raise RuntimeError(f"{what} did not answer a ping in {timeout}s:\n{log()[-4000:]}")
 
 
     def pool_pids(self) -> list[int]:

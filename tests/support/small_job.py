@@ -55,6 +55,17 @@ def small_job(client: OpenSearch, api: Api, index: str) -> SmallJob:
     return SmallJob(index, str(query_set), str(config))
 
 
+def wait_lease(r: redis.Redis, judgment_id: str, timeout: float = 60) -> str:
+    """The lease of a running generate job once it is taken: its holder (host, pid, token)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = r.get(leases.lease_key(GENERATE, judgment_id))
+        if value is not None:
+            return value.decode()
+        time.sleep(0.05)
+    raise AssertionError("the job never took its lease")
+
+
 def leases_gone(r: redis.Redis, judgment_id: str, timeout: float = 15) -> bool:
     """True once the job's lease and queued marker are both gone. The job releases its lease
     just after writing the final status, so a test that saw that status waits this moment
