@@ -191,6 +191,14 @@ class Worker(Proc):
     def _wait(self, env: dict[str, str], timeout: float = 60) -> None:
         wait_for_ping(env, self.queue, "workbench worker", self.alive, self.log, timeout)
 
+    def pool_pids(self) -> list[int]:
+        """Pids of the consumer's pool processes (the ones that run jobs): the grandchildren of
+        ``workbench worker``, which supervises the consumer (``jobs.supervisor``)."""
+        import psutil
+
+        return [pool.pid for consumer in psutil.Process(self.pid).children()
+                for pool in consumer.children()]
+
 
 def wait_for_ping(env: dict[str, str], name_part: str, what: str, alive: Callable[[], bool],
                   log: Callable[[], str], timeout: float) -> None:
@@ -213,15 +221,6 @@ def wait_for_ping(env: dict[str, str], name_part: str, what: str, alive: Callabl
         if any(name_part in name for reply in replies for name in reply):
             return
     raise RuntimeError(f"{what} did not answer a ping in {timeout}s:\n{log()[-4000:]}")
-
-
-    def pool_pids(self) -> list[int]:
-        """Pids of the consumer's pool processes (the ones that run jobs): the grandchildren of
-        ``workbench worker``, which supervises the consumer (``jobs.supervisor``)."""
-        import psutil
-
-        return [pool.pid for consumer in psutil.Process(self.pid).children()
-                for pool in consumer.children()]
 
 
 _HELPER_DONE = re.compile(r"Task workbench\.jobs\.help\[[^\]]+\] succeeded in [\d.]+s: (\d+)")
