@@ -315,6 +315,14 @@ class LlmRater:
             if self.control is not None and ready:
                 self.control.advance(ready)
             counted: set[Future[ChunkAnswer | None]] = set()
+
+            def keep(done: Future[ChunkAnswer | None], paid: ChunkAnswer) -> None:
+                """What a call brought: its usage, and its ratings in the cache (also after a
+                cancel: a job handed over to another worker, jobs/handover.py, reads them)."""
+                self.usage.add(paid.usage)
+                cache.add(self.record(outcomes[futures[done]], targets[futures[done]].entry,
+                                      paid, chunk_ids[done]))
+
             try:
                 for future in as_completed(futures):
                     number = futures[future]
@@ -325,23 +333,13 @@ class LlmRater:
                         raise
                     except Exception as exc:  # noqa: BLE001 - recorded as the query's failure
                         answer = crash_answer(targets[number].entry.key, exc)
-                    if answer is None or self.cancelled():
-                        # what was paid for is kept: its usage, and its ratings in the cache
-                        # (a job handed over to another worker, jobs/handover.py, reads them)
-                        def keep(done: Future[ChunkAnswer | None], paid: ChunkAnswer) -> None:
-                            self.usage.add(paid.usage)
-                            cache.add(self.record(outcomes[futures[done]],
-                                                  targets[futures[done]].entry, paid,
-                                                  chunk_ids[done]))
-
+                    if answer is None or self.cancelled():  # what was paid for is kept
                         if answer is not None:
                             keep(future, answer)
                         error = self._cancel(futures)
                         self._count_in_flight(futures, counted, keep)
                         raise error
-                    self.usage.add(answer.usage)
-                    cache.add(self.record(outcomes[number], targets[number].entry, answer,
-                                          chunk_ids[future]))
+                    keep(future, answer)
                     waiting[number] -= 1
                     if self.control is not None and waiting[number] == 0:
                         self.control.advance()
