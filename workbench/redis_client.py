@@ -14,6 +14,8 @@ from __future__ import annotations
 from typing import Any
 
 import redis
+import redis.asyncio
+import redis.asyncio.sentinel
 from redis.sentinel import Sentinel, SentinelConnectionPool
 
 from workbench.config import Config, is_sentinel_url, sentinels
@@ -48,6 +50,28 @@ def connect_url(url: str, *, master_name: str | None = None,
     client: redis.Redis = watcher.master_for(
         master_name, db=found.db, username=found.username, password=found.password,
         **timeouts, **options)
+    return client
+
+
+def connect_async(config: Config, *, socket_timeout: float,
+                  socket_connect_timeout: float | None = None) -> redis.asyncio.Redis:
+    """``connect`` for asyncio (the live A/B search's loop): the same URL, sentinels and
+    timeouts, with redis-py's asyncio client."""
+    timeouts: dict[str, Any] = {"socket_timeout": socket_timeout,
+                                "socket_connect_timeout": socket_connect_timeout}
+    if not is_sentinel_url(config.redis_url):
+        return redis.asyncio.Redis.from_url(config.redis_url, **timeouts)
+    if not config.redis_master_name:
+        raise ValueError("a sentinel:// Redis URL needs the master's name "
+                         "(WORKBENCH_REDIS_MASTER_NAME)")
+    found = sentinels(config.redis_url)
+    asking = sentinel_options(config.redis_sentinel_password, socket_timeout,
+                              socket_connect_timeout)
+    watcher = redis.asyncio.sentinel.Sentinel(list(found.nodes), sentinel_kwargs=asking,
+                                              **timeouts)
+    client: redis.asyncio.Redis = watcher.master_for(
+        config.redis_master_name, db=found.db, username=found.username,
+        password=found.password, **timeouts)
     return client
 
 

@@ -90,6 +90,11 @@ class Services:
                 log.warning("could not count %s: Redis: %s", ", ".join(names),
                             type(exc).__name__)
 
+    @property
+    def indices_ready(self) -> bool:
+        """Whether ``ensure_indices`` has run in this process."""
+        return self._indices_ready
+
     def ensure_indices(self) -> None:
         """Create missing system indices once per process; later calls cost nothing."""
         if self._indices_ready:

@@ -34,11 +34,18 @@ def ubi(direct: OpenSearch) -> Iterator[dict[str, str]]:
     direct.indices.delete(index=list(names.values()), ignore=[404])
 
 
+@pytest.fixture(scope="module", params=["none", "haproxy"], ids=["gunicorn", "live"])
+def front(request: pytest.FixtureRequest) -> str:
+    """Every test runs against gunicorn alone (the Flask route) and against the HAProxy front,
+    where the interleaved search is the live search server's (workbench/livesearch)."""
+    return str(request.param)
+
+
 @pytest.fixture(scope="module")
-def ab_server(env: dict[str, str], ubi: dict[str, str]) -> Iterator[Server]:
+def ab_server(env: dict[str, str], ubi: dict[str, str], front: str) -> Iterator[Server]:
     server = Server(dict(env, WORKBENCH_AB_QUERIES_INDEX=ubi["queries"],
                          WORKBENCH_AB_EVENTS_INDEX=ubi["events"],
-                         WORKBENCH_AB_FLUSH_SECONDS="0.2"), workers=1)
+                         WORKBENCH_AB_FLUSH_SECONDS="0.2"), workers=1, front=front)
     yield server
     server.stop()
 
@@ -572,10 +579,10 @@ def test_the_plugin_uis_clicks_are_read_as_the_ui_reads_them(
 
 
 def test_a_clean_shutdown_loses_no_impression(env: dict[str, str], configs: tuple[str, str],
-                                              direct: OpenSearch) -> None:
+                                              direct: OpenSearch, front: str) -> None:
     index = f"test-abq-{uuid.uuid4().hex[:8]}"
     server = Server(dict(env, WORKBENCH_AB_QUERIES_INDEX=index,
-                         WORKBENCH_AB_FLUSH_SECONDS="60"), workers=1)
+                         WORKBENCH_AB_FLUSH_SECONDS="60"), workers=1, front=front)
     try:
         api = Api(server.url)
         test_id = new_test(api, configs)

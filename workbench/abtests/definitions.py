@@ -277,6 +277,17 @@ class DefinitionCache:
                     self._entries[test_id] = (now, definition)
         return definition
 
+    def kept(self, test_id: str, current: bytes | None) -> tuple[bool, Definition | None]:
+        """``(True, definition)`` when ``get`` would answer without reading the cluster (the
+        definition may be None: no such test), else ``(False, None)``."""
+        if current is None:
+            return False, None
+        with self._lock:
+            entry = self._entries.get(test_id) if current == self._generation else None
+        if entry is None or time.monotonic() - entry[0] >= MAX_AGE_SECONDS:
+            return False, None
+        return True, entry[1]
+
     def _load(self, test_id: str) -> Definition | None:
         with as_service(self.client):
             found = read(self.client, test_id)

@@ -56,10 +56,31 @@ class Served:
     shown: list[tuple[str, str]]
 
 
+@dataclass(frozen=True)
+class Planned:
+    """A search that passed the plugin's checks: what to send (one ``_msearch``) and what the
+    answers are merged with."""
+
+    definition: Definition
+    text: str
+    client_id: str | None
+    start: int
+    depth: int
+    searches: list[RenderedSearch]
+
+
 def search(client: OpenSearch, definition: Definition | None, params: dict[str, str],
            client_id: str | None, start: int, size: int | None) -> Served:
     """Run the test's search for ``params["SearchText"]``: hits ``start`` to ``start + size``
     of the interleaved list."""
+    planned = plan(definition, params, client_id, start, size)
+    return merge(planned, _msearch(client, planned.searches))
+
+
+def plan(definition: Definition | None, params: dict[str, str], client_id: str | None,
+         start: int, size: int | None) -> Planned:
+    """The checks before any search, in the plugin's order, and the searches to send. The
+    live search server (``workbench.livesearch``) sends them itself and calls ``merge``."""
     if definition is None:
         raise ab_test_not_found()
     test = definition.test
@@ -82,12 +103,18 @@ def search(client: OpenSearch, definition: Definition | None, params: dict[str, 
                              f"Config A targets [{index_a}], Config B targets [{index_b}]",
                              error_type="search_relevance_exception")
         searches.append(render(definition.config_b, text, depth, escape=True))
-    answers = _msearch(client, searches)
-    chosen_client = client_id or str(uuid.uuid4())
+    return Planned(definition, text, client_id, start, depth, searches)
+
+
+def merge(planned: Planned, answers: list[list[dict[str, Any]]]) -> Served:
+    """The answer to a planned search, from each search's hits (A's, then B's when enabled)."""
+    test, text, start, depth = planned.definition.test, planned.text, planned.start, planned.depth
+    chosen_client = planned.client_id or str(uuid.uuid4())
+    index = planned.searches[0].index
     if not test.enabled:
         hits = [_tagged(hit, test.uuid_a) for hit in answers[0][start:depth]]
-        return Served(_response(test.test_id, test.version, None, hits), searches[0].index,
-                      text, chosen_client, [])
+        return Served(_response(test.test_id, test.version, None, hits), index, text,
+                      chosen_client, [])
     by_team = {A: {h["_id"]: h for h in answers[0]}, B: {h["_id"]: h for h in answers[1]}}
     shown = interleaved([h["_id"] for h in answers[0]], [h["_id"] for h in answers[1]],
                         depth, seed_for(test.test_id, test.version, text, chosen_client))
@@ -97,8 +124,8 @@ def search(client: OpenSearch, definition: Definition | None, params: dict[str, 
             for doc_id, team in shown]
     # A search that shows nothing (``size`` 0, no hits, a page past the end) is no impression.
     query_id = str(uuid.uuid4()) if shown else None
-    return Served(_response(test.test_id, test.version, query_id, hits), searches[0].index,
-                  text, chosen_client, shown)
+    return Served(_response(test.test_id, test.version, query_id, hits), index, text,
+                  chosen_client, shown)
 
 
 def _response(test_id: str, version: int, query_id: str | None,
@@ -115,7 +142,11 @@ def _msearch(client: OpenSearch, searches: list[RenderedSearch]) -> list[list[di
     """Each search's hits, from one ``_msearch`` as the caller. A refusal by the cluster's
     security is its own answer; any other failure is the plugin's ``Search A failed`` (or B),
     with the cluster's reason as its cause."""
-    answer = client.msearch(body=msearch_body(searches))
+    return hits(client.msearch(body=msearch_body(searches)))
+
+
+def hits(answer: dict[str, Any]) -> list[list[dict[str, Any]]]:
+    """Each search's hits from an ``_msearch`` answer, or the error ``_msearch`` describes."""
     result = []
     for side, response in zip((A, B), answer["responses"], strict=False):
         error = response.get("error")

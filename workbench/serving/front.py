@@ -134,8 +134,9 @@ def _listening(port: int) -> bool:
 
 
 def run(config: Config, binary: str) -> int:
-    """Run gunicorn on an internal port and HAProxy on the public port until either stops or a
-    TERM/INT arrives; then stop both. Returns the exit status."""
+    """Run gunicorn on an internal port, the live A/B search server (``workbench.livesearch``)
+    on a Unix socket and HAProxy on the public port until one stops or a TERM/INT arrives; then
+    stop them all. Returns the exit status."""
     _port_is_free(config.host, config.port)  # a taken port fails here, first
     api_port = _free_port()
     run_dir = Path(tempfile.mkdtemp(prefix="workbench-front-"))
@@ -158,7 +159,13 @@ def run(config: Config, binary: str) -> int:
         api = subprocess.Popen([sys.executable, "-m", "workbench.cli", "serve"], env=env)
         children[api] = "the API server"
         _wait_for(api, "the API server", lambda: _listening(api_port))
-        conf = haproxy.write(config, api_port, workbench_prefixes(config), run_dir)
+        sockets = haproxy.LiveSockets(run_dir / "live.sock", run_dir / "cluster.sock")
+        live = subprocess.Popen([sys.executable, "-m", "workbench.livesearch",
+                                 str(sockets.search), str(sockets.cluster), str(api_port)],
+                                env=env)
+        children[live] = "the live A/B search server"
+        _wait_for(live, "the live A/B search server", sockets.search.exists)
+        conf = haproxy.write(config, api_port, workbench_prefixes(config), run_dir, sockets)
         front = subprocess.Popen([binary, "-db", "-f", str(conf)])
         children[front] = "haproxy"
         log.info("front on %s:%s (haproxy); workbench API on 127.0.0.1:%s", config.host,

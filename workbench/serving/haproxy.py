@@ -10,6 +10,7 @@ from __future__ import annotations
 import ipaddress
 import json
 import os
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -107,9 +108,18 @@ def _server(url: str, config: Config) -> dict[str, Any]:
     return {"address": address(host, port), "netloc": _netloc(host, port), "tls": tls}
 
 
+@dataclass(frozen=True)
+class LiveSockets:
+    """The live A/B search server's Unix sockets (``workbench.livesearch``): where the front
+    sends it the interleaved searches, and where it sends the cluster its ``_msearch``."""
+
+    search: Path
+    cluster: Path
+
+
 def context(config: Config, api_port: int, prefixes: tuple[str, ...],
-            errors: Path) -> dict[str, Any]:
-    """The template's values for one front."""
+            errors: Path, live: LiveSockets | None = None) -> dict[str, Any]:
+    """The template's values for one front; ``live``: the live A/B search's sockets."""
     servers = [_server(url, config) for url in config.opensearch_nodes]
     return {
         "bind": address(config.host, config.port),
@@ -131,24 +141,27 @@ def context(config: Config, api_port: int, prefixes: tuple[str, ...],
         "api_timeout": int(max(config.opensearch_timeout, config.sync_deadline)) + 30,
         "api_port": api_port,
         "errors": errors,
+        "live": live,
     }
 
 
-def render(config: Config, api_port: int, prefixes: tuple[str, ...], errors: Path) -> str:
+def render(config: Config, api_port: int, prefixes: tuple[str, ...], errors: Path,
+           live: LiveSockets | None = None) -> str:
     """The configuration text for one front; its errorfiles are expected in ``errors``."""
     env = Environment(loader=FileSystemLoader(Path(__file__).parent), undefined=StrictUndefined,
                       lstrip_blocks=True, keep_trailing_newline=True,
                       autoescape=False)  # a configuration file, not HTML
-    return env.get_template(TEMPLATE).render(context(config, api_port, prefixes, errors))
+    return env.get_template(TEMPLATE).render(context(config, api_port, prefixes, errors, live))
 
 
-def write(config: Config, api_port: int, prefixes: tuple[str, ...], run_dir: Path) -> Path:
+def write(config: Config, api_port: int, prefixes: tuple[str, ...], run_dir: Path,
+          live: LiveSockets | None = None) -> Path:
     """Writes the configuration and its errorfiles into ``run_dir``; returns the config's path."""
     errors = run_dir / "errors"
     errors.mkdir(exist_ok=True)
     for name, data in error_files(config).items():
         (errors / name).write_bytes(data)
     conf = run_dir / "haproxy.cfg"
-    conf.write_text(render(config, api_port, prefixes, errors))
+    conf.write_text(render(config, api_port, prefixes, errors, live))
     conf.chmod(0o600)
     return conf

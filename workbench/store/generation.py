@@ -14,10 +14,12 @@ keeper's own age limit passes.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 
 import redis
+import redis.asyncio
 
 from workbench import redis_client
 from workbench.config import Config
@@ -61,3 +63,39 @@ def bump(redis_client: redis.Redis) -> None:
         log.warning("could not tell the API processes that a setting, A/B test or search "
                     "configuration changed (%s): they see it within their age limit",
                     type(exc).__name__)
+
+
+class Reader:
+    """``read`` for an asyncio loop (the live A/B search): never blocks the loop, and one Redis
+    read serves every search that arrived before it was sent. A search waits for a read sent
+    after it arrived, so it sees every change made before it, as with ``read``."""
+
+    def __init__(self, client: redis.asyncio.Redis) -> None:
+        self.client = client
+        self._next: asyncio.Future[bytes | None] | None = None  # the read not yet sent
+        self._task: asyncio.Task[None] | None = None
+        self._retry_at = 0.0
+
+    async def read(self) -> bytes | None:
+        """The current number, or None when Redis cannot say (as ``read``)."""
+        if time.monotonic() < self._retry_at:
+            return None
+        waiting = self._next
+        if waiting is None:
+            # The task's first step runs after the steps already queued: the searches that
+            # arrived with this one join this read before it is sent.
+            waiting = self._next = asyncio.get_running_loop().create_future()
+            self._task = asyncio.ensure_future(self._get(waiting))
+        return await asyncio.shield(waiting)
+
+    async def _get(self, waiting: asyncio.Future[bytes | None]) -> None:
+        self._next = None  # a search from now on waits for the next read
+        try:
+            value = await asyncio.wait_for(self.client.get(CACHE_GENERATION_KEY), TIMEOUT_SECONDS)
+        except (redis.exceptions.RedisError, OSError, TimeoutError):
+            self._retry_at = time.monotonic() + RETRY_SECONDS
+            value = None
+        else:
+            value = value if isinstance(value, bytes) else b"0"
+        if not waiting.done():
+            waiting.set_result(value)

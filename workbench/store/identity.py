@@ -163,16 +163,29 @@ _lock = threading.Lock()
 _known: dict[str, tuple[float, Caller]] = {}
 
 
+def _key(identity: Identity) -> str:
+    return hashlib.sha256(repr(identity).encode()).hexdigest()
+
+
+def known(identity: Identity) -> Caller | None:
+    """Who ``identity`` is, when the cluster said so less than a TTL ago (no call is made)."""
+    now = time.monotonic()
+    with _lock:
+        for hit in (_known.get("unsecured"), _known.get(_key(identity))):
+            if hit and hit[0] > now:
+                return hit[1]
+    return None
+
+
 def authenticate(upstream: Upstream, identity: Identity) -> Caller:
     """Ask the security plugin who ``identity`` is; raise ``Refused`` with the cluster's own
     answer when it refuses the credentials (401). A cluster without the security plugin has no
     users: every caller is accepted, as the cluster itself would (checked once a minute)."""
-    key = hashlib.sha256(repr(identity).encode()).hexdigest()
+    known_caller = known(identity)
+    if known_caller is not None:
+        return known_caller
+    key = _key(identity)
     now = time.monotonic()
-    with _lock:
-        for hit in (_known.get("unsecured"), _known.get(key)):
-            if hit and hit[0] > now:
-                return hit[1]
     headers = [] if identity.authorization is None else [("Authorization", identity.authorization)]
     if identity.impersonate:
         headers.append((IMPERSONATE_HEADER, identity.impersonate))

@@ -67,14 +67,22 @@ class PluginSettings:
     def current(self, generation: bytes | None) -> Stored:
         """The settings as of ``generation`` (``store/generation.py``): kept from an earlier
         read under the same number for at most ``MAX_AGE_SECONDS``, else read now."""
-        kept, now = self._kept, time.monotonic()
-        if generation is not None and kept is not None and kept[0] == generation \
-                and now - kept[1] < MAX_AGE_SECONDS:
-            return kept[2]
+        found = self.kept(generation)
+        if found is not None:
+            return found
+        now = time.monotonic()
         stored = self.load()
         if generation is not None:
             self._kept = (generation, now, stored)
         return stored
+
+    def kept(self, generation: bytes | None) -> Stored | None:
+        """The settings kept under ``generation`` and still young enough, else None (no read)."""
+        kept = self._kept
+        if generation is not None and kept is not None and kept[0] == generation \
+                and time.monotonic() - kept[1] < MAX_AGE_SECONDS:
+            return kept[2]
+        return None
 
     def load(self) -> Stored:
         """The settings now (an internal read, made as the service identity)."""
