@@ -22,13 +22,15 @@ from workbench.store import generation
 
 MATCH = '{"query":{"match":{"title":"%SearchText%"}}}'
 BY_NUMBER = '{"query":{"match":{"title":"%SearchText%"}},"sort":[{"n":"desc"}]}'
+LIMIT = 65_536  # WORKBENCH_MAX_REQUEST_BYTES of both servers
 
 
 @pytest.fixture(scope="module")
 def servers(env: dict[str, str], direct: OpenSearch) -> Iterator[tuple[Api, Api]]:
     """(gunicorn alone, the HAProxy front with the live search server), one UBI index each."""
     indices = [f"test-live-q-{uuid.uuid4().hex[:8]}" for _ in range(2)]
-    started = [Server(dict(env, WORKBENCH_AB_QUERIES_INDEX=index), workers=1, front=front)
+    started = [Server(dict(env, WORKBENCH_AB_QUERIES_INDEX=index,
+                           WORKBENCH_MAX_REQUEST_BYTES=str(LIMIT)), workers=1, front=front)
                for index, front in zip(indices, ("none", "haproxy"), strict=True)]
     try:
         yield Api(started[0].url), Api(started[1].url)
@@ -112,6 +114,15 @@ def test_what_the_live_server_does_not_answer_is_the_apis_answer(
     expected.pop("query_id", None), got.pop("query_id", None)
     assert got == expected
     assert by_live.data.endswith(b"\n") == by_flask.data.endswith(b"\n")  # pretty's newline
+
+
+def test_a_body_over_the_limit_is_the_apis_413(servers: tuple[Api, Api], test_id: str) -> None:
+    body = {"query_params": {"SearchText": "red"}, "padding": "x" * LIMIT}
+    by_flask, by_live = (_search(api, test_id, body) for api in servers)
+    assert by_flask.status == by_live.status == 413
+    assert by_live.json == by_flask.json
+    assert by_live.reason == (f"Request body is larger than the limit of {LIMIT} bytes "
+                              "(WORKBENCH_MAX_REQUEST_BYTES)")
 
 
 def test_an_unknown_test_and_a_missing_body_are_the_apis_answers(

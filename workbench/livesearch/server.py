@@ -210,13 +210,9 @@ class LiveSearch:
     async def _forward(self, request: Request) -> bytes:
         """gunicorn's answer to ``request``, sent as received (less its hop-by-hop headers)."""
         headers = [(k, v) for k, v in request.headers if k not in HOP_BY_HOP and k != b"host"]
-        try:
-            response = await self.api.request(request.method, request.target, headers,
-                                               request.body)
-        except UpstreamError:
-            body = b"the workbench API did not answer"
-            return answer(502, [(b"content-type", b"text/plain; charset=UTF-8")], body,
-                          b"Bad Gateway")
+        # gunicorn not answering raises UpstreamError: the connection is closed without an
+        # answer, and the front answers its own "workbench API is not answering" 503.
+        response = await self.api.request(request.method, request.target, headers, request.body)
         kept = [(k, v) for k, v in response.headers if k not in HOP_BY_HOP]
         return answer(response.status, kept, response.body, response.reason or None)
 
@@ -279,10 +275,17 @@ class _Connection(asyncio.Protocol):
         self._last = asyncio.ensure_future(self._answer(request, self._last))
 
     async def _answer(self, request: Request, before: asyncio.Future[None] | None) -> None:
-        data = await self.live.respond(request)
+        try:
+            data: bytes | None = await self.live.respond(request)
+        except UpstreamError as exc:
+            log.warning("the live A/B search could not hand a request to the API: %s", exc)
+            data = None
         if before is not None:
             await before  # answers go back in the order of the requests
         if self.transport is None:
+            return
+        if data is None:
+            self.transport.close()
             return
         self.transport.write(data)
         if not request.keep_alive:
