@@ -325,9 +325,9 @@ class LLMServer:
             self._requests.append(record)
             self._calls += 1
             latency = self._latency
-            refused = (record.response_format or {}).get("type") in self._refused
-            script = None if refused else self._take(record.response_format is not None)
-        if refused:
+            unsupported = (record.response_format or {}).get("type") in self._refused
+            script = None if unsupported else self._take(record.response_format is not None)
+        if unsupported:
             return _error(kind, 400, "'response_format' of this type is not supported")
         if latency:
             time.sleep(latency)

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from scripts.bench.coldstart import (
+from workbench.bench.coldstart import (
     CONFIGURATIONS,
     bootstrap_tau,
     bound_ratio,

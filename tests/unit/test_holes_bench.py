@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from scripts.bench.holes import (
+from workbench.bench.holes import (
     CONFIGURATIONS,
     filled,
     kept_ratings,

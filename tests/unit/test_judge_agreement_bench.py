@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from scripts.bench.judge_agreement import (
+from workbench.bench.judge_agreement import (
     Pair,
     agreement,
     as_judgment_ratings,

@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from scripts.bench.ppi_coverage import ndcg_values, simulate
+from workbench.bench.ppi_coverage import ndcg_values, simulate
 
 
 def synthetic(noise: float, seed: int = 5) -> tuple[np.ndarray, np.ndarray]:

@@ -300,7 +300,7 @@ def _bench(argv: list[str]) -> int:
         print("workbench bench: needs a source checkout (scripts/bench)", file=sys.stderr)
         return 2
     sys.path.insert(0, str(REPO_ROOT))
-    from scripts.bench.run import main as bench_main
+    from workbench.bench.run import main as bench_main
 
     return bench_main(argv)
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from scripts.bench.monitors import (
+from workbench.bench.monitors import (
     Scenario,
     SimRun,
     gold_pairs,

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import psutil
 
-from scripts.bench.common import REPO, Bench
+from workbench.bench.common import REPO, Bench
 
 OLD_FRONT = "workbench/serving/door.py"  # in a tree that still serves door + nginx
 

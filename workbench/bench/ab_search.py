@@ -28,10 +28,10 @@ import urllib.error
 import urllib.request
 from typing import Any
 
-from scripts.bench import wrk
-from scripts.bench.common import Bench, Result, temp_index
-from scripts.bench.passthrough import WORDS
-from scripts.bench.wrk import Load
+from workbench.bench import wrk
+from workbench.bench.common import Bench, Result, temp_index
+from workbench.bench.passthrough import WORDS
+from workbench.bench.wrk import Load
 from workbench.config import Config
 
 NAME = "ab_search"

@@ -68,8 +68,8 @@ import numpy as np
 import redis
 from opensearchpy.helpers import scan
 
-from scripts.bench.coldstart import data_paths, on_shipped_scale, tau
-from scripts.bench.common import Bench, Result, timed
+from workbench.bench.coldstart import data_paths, on_shipped_scale, tau
+from workbench.bench.common import Bench, Result, timed
 from workbench.metrics import condensed_ndcg, evaluate_many
 from workbench.redis_keys import queued_key
 

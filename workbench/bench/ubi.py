@@ -30,9 +30,9 @@ from typing import Any
 import psutil
 from opensearchpy import OpenSearch
 
-from scripts.bench import ubi_data
-from scripts.bench.common import REPO, Bench, Result, peak_rss, wait_status
 from tests.support.api import Api
+from workbench.bench import ubi_data
+from workbench.bench.common import REPO, Bench, Result, peak_rss, wait_status
 from workbench.config import Config
 from workbench.store.client import make_client
 from workbench.store.indices import JUDGMENT_INDEX
@@ -180,7 +180,7 @@ def scroll_run(bench: Bench, index: str) -> tuple[dict[str, Any], Ratings]:
     """One scroll baseline in a fresh interpreter: its figures and ratings."""
     with tempfile.NamedTemporaryFile(suffix=".json") as out:
         done = subprocess.run(
-            [sys.executable, "-m", "scripts.bench.ubi", "scroll", index, out.name],
+            [sys.executable, "-m", "workbench.bench.ubi", "scroll", index, out.name],
             env=bench.env, cwd=REPO, capture_output=True, text=True, check=False)
         if done.returncode:
             raise RuntimeError(f"scroll baseline failed:\n{done.stderr[-4000:]}")

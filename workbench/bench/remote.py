@@ -21,11 +21,11 @@ from typing import Any
 
 import urllib3
 
-from scripts.bench.common import Bench, Result, ensure_demo_index, ms, timed, wait_status
 from tests.support import services
 from tests.support.api import Api
 from tests.support.data import ESCI
 from tests.support.processes import TRUST_LOOPBACK
+from workbench.bench.common import Bench, Result, ensure_demo_index, ms, timed, wait_status
 from workbench.remote.templates import RenderedRequest, render
 
 INDEX = "bench-esci-products"

@@ -9,9 +9,9 @@ from typing import Any
 
 from opensearchpy.helpers import scan
 
-from scripts.bench.common import Bench, Result, ensure_demo_index, ms, timed, wait_status
 from tests.support.api import Api
 from tests.support.data import ESCI
+from workbench.bench.common import Bench, Result, ensure_demo_index, ms, timed, wait_status
 from workbench.querysets.entries import read_entries
 from workbench.store import bulk
 from workbench.store.indices import EVALUATION_INDEX, EXPERIMENT_INDEX, VARIANT_INDEX

@@ -31,10 +31,10 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
-from scripts.bench import wrk
-from scripts.bench.common import Bench, Result, temp_index
-from scripts.bench.passthrough_ways import serve
-from scripts.bench.wrk import Load
+from workbench.bench import wrk
+from workbench.bench.common import Bench, Result, temp_index
+from workbench.bench.passthrough_ways import serve
+from workbench.bench.wrk import Load
 from workbench.config import Config
 
 NAME = "passthrough"

@@ -22,8 +22,8 @@ import sys
 import time
 from pathlib import Path
 
-from scripts.bench.common import Bench, Result, machine, previous_results, write_report
 from scripts.paths import output
+from workbench.bench.common import Bench, Result, machine, previous_results, write_report
 
 BENCHMARKS = ("metrics", "redaction", "passthrough", "pointwise", "llm", "llama", "ubi",
               "scale", "memory", "ab_search", "ab_results", "coldstart", "monitors", "holes",
@@ -74,7 +74,7 @@ def main(argv: list[str] | None = None) -> int:
     results: list[Result] = []
     try:
         for name in chosen:
-            module = importlib.import_module(f"scripts.bench.{name}")
+            module = importlib.import_module(f"workbench.bench.{name}")
             print(f"== {name}", flush=True)
             for result in module.run(bench):
                 print(f"   {result.name}: {result.measured:.4g} vs {result.baseline:.4g} "

@@ -25,8 +25,8 @@ from typing import Any
 from opensearchpy import OpenSearch
 from opensearchpy.helpers import parallel_bulk
 
-from scripts.bench.common import REPO, timed
 from tests.support.data import ESCI
+from workbench.bench.common import REPO, timed
 
 SOURCE = ESCI / "ubi_queries_events.ndjson"
 MAPPING = REPO / "index_mappings" / "ubi" / "ubi_events.json"

@@ -16,8 +16,8 @@ import os
 import uuid
 from pathlib import Path
 
-from scripts.bench.common import REPO, Bench, Result, timed, wait_status
 from tests.support import services
+from workbench.bench.common import REPO, Bench, Result, timed, wait_status
 from workbench.config import Config
 from workbench.demo.load import load_demo
 
