@@ -31,10 +31,10 @@ from tests.integration.test_condensed_metrics import DOCS, FULL, IDCG, LOG2_3, K
 from tests.integration.test_experiments import create, wait
 from tests.support.api import Api, search_configuration
 from tests.support.containers import Container, build_image, image_env, podman, settings_of
-from tests.support.llm_server import LLMServer
 from tests.support.processes import free_port
 from tests.support.small_job import GENERATE, QUERIES, SmallJob, small_job
 from tests.support.waiting import settled
+from workbench.bench.llm_server import LLMServer
 from workbench.jobs import leases
 
 pytestmark = pytest.mark.timeout(1500)  # the first test builds the image when it is missing

@@ -17,8 +17,8 @@ from opensearchpy import OpenSearch
 from tests.conftest import JUDGE_MODEL
 from tests.integration.test_cli_loop import cli, ok
 from tests.support.api import Api
-from tests.support.llm_server import LLMServer
 from tests.support.processes import Server, Worker
+from workbench.bench.llm_server import LLMServer
 from workbench.schemas.text import query_set_value_error
 
 INDEX = "search-relevance-queryset"

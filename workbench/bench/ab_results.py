@@ -25,7 +25,7 @@ from typing import Any
 
 from opensearchpy.helpers import bulk
 
-from tests.support.api import Api
+from workbench.bench.client import Api
 from workbench.bench.common import Bench, Result
 from workbench.bench.memory import MIB, Sampler, settled_rss
 from workbench.config import Config

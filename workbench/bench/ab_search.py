@@ -60,12 +60,15 @@ def run(bench: Bench) -> list[Result]:
                                                         "number_of_replicas": 0}}):
         _load(bench, rng)
         recording = bench.server(workers=workers, WORKBENCH_AB_QUERIES_INDEX="bench-ab-queries")
-        queued = bench.server(workers=workers, WORKBENCH_AB_QUERIES_INDEX="bench-ab-queries-q",
-                              WORKBENCH_AB_FLUSH_SECONDS="3600")
+        # A deployed workbench (--workbench-url) records as configured: no side without writes.
+        queued = None if bench.workbench_url else bench.server(
+            workers=workers, WORKBENCH_AB_QUERIES_INDEX="bench-ab-queries-q",
+            WORKBENCH_AB_FLUSH_SECONDS="3600")
         bench.on_close(lambda: bench.client.indices.delete(
             index="bench-ab-queries,bench-ab-queries-q", ignore=[404]))
         for server in (recording, queued):
-            _create_test(server.url)
+            if server:
+                _create_test(server.url)
         msearch = [_msearch_body(text) for text in texts]
         interleaved = [json.dumps({"query_params": {"SearchText": text},
                                    "client_id": f"user-{n % CLIENTS}"})
@@ -77,8 +80,9 @@ def run(bench: Bench) -> list[Result]:
             "_msearch through the workbench": (recording.url, "/_msearch",
                                                "application/x-ndjson", msearch),
             "interleaved": (recording.url, path, "application/json", interleaved),
-            "interleaved, no writes": (queued.url, path, "application/json", interleaved),
         }
+        if queued:
+            sides["interleaved, no writes"] = (queued.url, path, "application/json", interleaved)
         single: dict[str, list[Load]] = {}
         loaded: dict[str, list[Load]] = {}
         for base, target, kind, bodies in sides.values():  # warm-up
@@ -91,11 +95,13 @@ def run(bench: Bench) -> list[Result]:
                     wrk.run(binary, base, target, kind, bodies, single_seconds, 1, 1))
                 loaded.setdefault(side, []).append(
                     wrk.run(binary, base, target, kind, bodies, seconds, CONNECTIONS, THREADS))
-        written = _count(bench, "bench-ab-queries")
+        written: int | str = _count(bench, "bench-ab-queries") if queued else \
+            "not counted (the deployed workbench's own index)"
     details = {
         "generator": f"{wrk.version(binary)}; single: wrk -t1 -c1 -d{single_seconds:g}s; "
                      f"loaded: wrk -t{THREADS} -c{CONNECTIONS} -d{seconds:g}s",
-        "rounds": rounds, "workbench": f"gunicorn, {workers} workers (production default)",
+        "rounds": rounds, "workbench": f"deployed at {bench.workbench_url}" if not queued
+        else f"gunicorn, {workers} workers (production default)",
         "index": f"{DOCS} documents, {TEXTS} texts, {CLIENTS} client ids",
         "impressions written by the recording side": written,
         "errors (all runs)": {side: sum(load.errors for load in single[side] + loaded[side])
@@ -109,11 +115,11 @@ def run(bench: Bench) -> list[Result]:
         return float(statistics.median(load.rps for load in loaded[side]))
 
     def per_round(runs: dict[str, list[Load]], side: str, attr: str) -> list[float]:
-        return [round(getattr(load, attr), 3) for load in runs[side]]
+        return [round(getattr(load, attr), 3) for load in runs.get(side, [])]
 
     direct, inter, quiet = "direct _msearch", "interleaved", "interleaved, no writes"
     passed = "_msearch through the workbench"
-    return [
+    results = [
         Result(NAME, "interleaved _search vs one _msearch (1 connection) latency p50", p50(inter),
                p50(direct), unit="ms", target=TARGET_P50, details={
                    **details, "ms per round interleaved": per_round(single, inter, "p50_ms"),
@@ -122,16 +128,19 @@ def run(bench: Bench) -> list[Result]:
                "pass-through (1 connection) latency p50", p50(inter), p50(passed), unit="ms",
                details={"ms per round interleaved": per_round(single, inter, "p50_ms"),
                         "ms per round pass-through": per_round(single, passed, "p50_ms")}),
-        Result(NAME, "impression writes: p50 with writes vs queued only (1 connection)",
-               p50(inter), p50(quiet), unit="ms", details={
-                   "ms per round with writes": per_round(single, inter, "p50_ms"),
-                   "ms per round queued only": per_round(single, quiet, "p50_ms")}),
         Result(NAME, f"interleaved _search vs one _msearch ({CONNECTIONS} connections) "
                "throughput", rps(inter), rps(direct), unit="req/s", higher_is_better=True,
                details={"req/s per round interleaved": per_round(loaded, inter, "rps"),
                         "req/s per round direct": per_round(loaded, direct, "rps"),
                         "req/s per round no writes": per_round(loaded, quiet, "rps")}),
     ]
+    if quiet in single:
+        results.insert(2, Result(
+            NAME, "impression writes: p50 with writes vs queued only (1 connection)",
+            p50(inter), p50(quiet), unit="ms", details={
+                "ms per round with writes": per_round(single, inter, "p50_ms"),
+                "ms per round queued only": per_round(single, quiet, "p50_ms")}))
+    return results
 
 
 def _load(bench: Bench, rng: random.Random) -> None:

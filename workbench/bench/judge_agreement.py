@@ -49,7 +49,7 @@ from typing import Any
 import numpy as np
 from scipy.stats import kendalltau
 
-from scripts.paths import output
+from workbench.bench.paths import output
 from workbench.demo.load import read_json
 from workbench.judges import Hit, Query, Setup
 from workbench.judges import registry as judges

@@ -27,9 +27,9 @@ from typing import Any
 
 import psutil
 
-from tests.support.api import Api
-from tests.support.processes import Server
+from workbench.bench.client import Api
 from workbench.bench.common import Bench, Result
+from workbench.bench.processes import Server
 
 NAME = "memory"
 RATINGS, QUICK_RATINGS = 500_000, 250_000

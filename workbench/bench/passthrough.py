@@ -99,7 +99,8 @@ def run(bench: Bench) -> list[Result]:
         "single-connection runs": f"wrk -t1 -c1 -d{single_seconds:g}s --latency",
         "warm-up": f"{warmup:g} s per side and operation",
         "rounds": f"{rounds}, the order of the sides reversed every other round",
-        "workbench": f"{workers} gunicorn gthread workers x {config.web_threads} threads "
+        "workbench": f"deployed at {bench.workbench_url}" if bench.workbench_url else
+                     f"{workers} gunicorn gthread workers x {config.web_threads} threads "
                      "(production defaults)",
         "ways not measured": "; ".join(served.notes) or "none",
     }

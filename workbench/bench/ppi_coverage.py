@@ -48,8 +48,8 @@ from typing import Any
 
 import numpy as np
 
-from scripts.paths import output
 from workbench.bench.judge_agreement import Pair, judge_scores, product_titles, top_k
+from workbench.bench.paths import output
 from workbench.experiments.ppi import INTERVALS, classical_interval, ppi_interval
 from workbench.experiments.summary_humans import FEW_CHANGED, TIE
 from workbench.judgments.agreement import merge

@@ -24,10 +24,10 @@ from typing import Any
 
 from opensearchpy.helpers import bulk
 
-from tests.support.api import Api
-from tests.support.llm_server import LLMServer
 from workbench.bench import scale_hybrid
+from workbench.bench.client import Api
 from workbench.bench.common import Bench, Result, temp_index, wait_status
+from workbench.bench.llm_server import LLMServer
 
 LATENCY = 0.1
 CONCURRENCY = 8

@@ -15,7 +15,7 @@ from typing import Any
 
 from opensearchpy.helpers import bulk
 
-from tests.support.api import Api
+from workbench.bench.client import Api
 from workbench.bench.common import Bench, Result, temp_index, wait_status
 
 DOCS_PER_QUERY = 5

@@ -1,5 +1,8 @@
 """A local stand-in for paid LLM services: OpenAI chat completions and ML Commons ``_predict``.
 
+Part of the benchmarks (the llm and scale benches measure the workbench against it, its latency
+fixed with ``latency``) and the tests' stand-in for paid services, so it is installed with them.
+
 By default it is a deterministic judge: it finds the hits JSON array in the user prompt and rates
 each hit by word overlap between the query and the hit's source text. Tests script failures and
 odd answers between calls; every request is recorded. All state lives in the test process (the
