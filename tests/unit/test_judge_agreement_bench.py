@@ -1,4 +1,4 @@
-"""The pure pieces of the judge agreement measurement (scripts/bench/judge_agreement.py), on
+"""The pure pieces of the judge agreement measurement (workbench/bench/judge_agreement.py), on
 hand-made data: which pairs a judge can read, how people's ratings become relevant or not, the
 trivial baseline, the threshold sweep, Precision@k and the order of configurations."""
 

@@ -1,4 +1,4 @@
-"""The pure pieces of the pass-through benchmark (scripts/bench/passthrough.py, wrk.py and
+"""The pure pieces of the pass-through benchmark (workbench/bench/passthrough.py, wrk.py and
 passthrough_ways.py): wrk's report parsed from fixed samples, the Lua script's quoting, which
 processes make a way of serving, and the ratios and medians of the results."""
 

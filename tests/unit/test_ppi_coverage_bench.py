@@ -1,4 +1,4 @@
-"""The simulation of scripts/bench/ppi_coverage.py on synthetic data whose answer is known: a
+"""The simulation of workbench/bench/ppi_coverage.py on synthetic data whose answer is known: a
 useful judge narrows the intervals and keeps coverage near 95 %, a useless one costs (almost)
 nothing, and the subset design over-covers when the labelled share is large (the finite
 population the intervals do not model)."""

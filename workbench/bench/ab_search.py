@@ -2,7 +2,7 @@
 sent straight to the cluster (what the interleaved search must do at least), and the cost of
 recording impressions.
 
-wrk (``scripts/bench/wrk.py``) runs closed-loop loads, alternately for several rounds in one run:
+wrk (``workbench/bench/wrk.py``) runs closed-loop loads, alternately for several rounds in one run:
 
 * **direct**: ``POST /_msearch`` to the cluster with A's and B's search for the same text;
 * **interleaved**: ``POST /ab_tests/{id}/_search`` through the workbench (gunicorn, production

@@ -5,7 +5,7 @@ are kept, how well do the remedies rank the configurations?
                     [--llm-pools low|single|all] [--fills reference,llm] [--data DIR]
                     [--quick] [--out DIR]
 
-Opt-in (a bare ``workbench bench`` leaves it out; ``scripts/bench/run.py``, ``OPT_IN``): it
+Opt-in (a bare ``workbench bench`` leaves it out; ``workbench/bench/run.py``, ``OPT_IN``): it
 runs several minutes, most of it the LLM's.
 
 What is measured, and why this way:

@@ -3,9 +3,9 @@
 Two searches: a ``multi_match`` over 10,000 documents, where the cluster's work dominates, and
 the 5-document ``match`` issue 22 measured with, where the front's own cost shows most.
 
-wrk (``scripts/bench/wrk.py``; Debian's package, installed when absent) runs bounded closed-loop
+wrk (``workbench/bench/wrk.py``; Debian's package, installed when absent) runs bounded closed-loop
 loads against the cluster (the baseline) and against the workbench served each way this tree
-supports (``scripts/bench/passthrough_ways.py``: HAProxy, gunicorn alone, and door + nginx, the
+supports (``workbench/bench/passthrough_ways.py``: HAProxy, gunicorn alone, and door + nginx, the
 front HAProxy replaced), alternately, for several rounds, all in one run. Every round is kept in
 the report; the medians give each way's throughput ratio to direct (target for ``_search`` via
 HAProxy: >= 0.85), HAProxy's to door + nginx (target for ``_search``: >= 1.3, issue 22) and the

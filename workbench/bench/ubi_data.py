@@ -101,6 +101,8 @@ def index_name(n: int) -> str:
 
 
 def _meta(n: int, seed: int) -> dict[str, Any]:
+    # "generator" is the name the indices of earlier runs carry (the module's path before it
+    # moved to workbench/bench): the same generator, so they stay reusable
     return {"generator": "scripts/bench/ubi_data.py", "version": VERSION, "seed": seed,
             "events": n}
 
