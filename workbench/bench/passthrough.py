@@ -87,7 +87,8 @@ def run(bench: Bench) -> list[Result]:
     warmup = 1.0 if bench.quick else 2.0
     single_seconds = 2.0 if bench.quick else 3.0
     binary = wrk.ensure()
-    config = Config.from_env(bench.env)
+    # the settings of the workbench it starts (a deployed one, --workbench-url, has its own)
+    config = None if bench.workbench_url else Config.from_env(bench.env)
     workers = Config().web_workers  # the production default, not the harness's 2
     served = serve(bench, workers)
     for note in served.notes:
@@ -99,7 +100,7 @@ def run(bench: Bench) -> list[Result]:
         "single-connection runs": f"wrk -t1 -c1 -d{single_seconds:g}s --latency",
         "warm-up": f"{warmup:g} s per side and operation",
         "rounds": f"{rounds}, the order of the sides reversed every other round",
-        "workbench": f"deployed at {bench.workbench_url}" if bench.workbench_url else
+        "workbench": f"deployed at {bench.workbench_url}" if config is None else
                      f"{workers} gunicorn gthread workers x {config.web_threads} threads "
                      "(production defaults)",
         "ways not measured": "; ".join(served.notes) or "none",
