@@ -35,11 +35,11 @@ from typing import Any
 
 from opensearchpy import OpenSearch
 
-from scripts.paths import output
 from tests.support import services
 from tests.support.api import Api
-from tests.support.llm_server import LLMServer
 from tests.support.processes import REPO, Server, Worker, base_env
+from workbench.bench.llm_server import LLMServer
+from workbench.bench.paths import output
 from workbench.store import indices
 from workbench.store.repository import now_iso
 

@@ -20,8 +20,8 @@ from tests.support import secure_cluster as secure
 from tests.support import services
 from tests.support.api import Api
 from tests.support.data import ESCI
-from tests.support.llm_server import LLMServer
 from tests.support.processes import Server, Worker, base_env
+from workbench.bench.llm_server import LLMServer
 
 
 @pytest.fixture(scope="session")

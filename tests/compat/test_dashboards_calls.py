@@ -14,8 +14,8 @@ from opensearchpy import OpenSearch
 from tests.conftest import JUDGE_MODEL
 from tests.support import raw_http
 from tests.support.api import Api
-from tests.support.llm_server import LLMServer
 from tests.support.processes import FRONTS, Server, Worker
+from workbench.bench.llm_server import LLMServer
 
 SRW = "/_plugins/_search_relevance"
 TYPES = ("PAIRWISE_COMPARISON", "POINTWISE_EVALUATION", "HYBRID_OPTIMIZER")

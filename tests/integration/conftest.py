@@ -12,8 +12,8 @@ from opensearchpy import OpenSearch
 
 from tests.support import services
 from tests.support.api import Api
-from tests.support.llm_server import LLMServer
 from tests.support.processes import Server, Worker, base_env
+from workbench.bench.llm_server import LLMServer
 
 
 @pytest.fixture(scope="session", autouse=True)

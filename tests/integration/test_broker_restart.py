@@ -31,9 +31,9 @@ from tests.conftest import JUDGE_MODEL
 from tests.integration.test_split_experiments import written
 from tests.support import waiting
 from tests.support.api import Api
-from tests.support.llm_server import LLMServer
 from tests.support.processes import RedisServer, Server, Worker, free_port
 from tests.support.relay import TcpRelay
+from workbench.bench.llm_server import LLMServer
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 

@@ -20,9 +20,9 @@ import redis
 from opensearchpy import OpenSearch
 
 from tests.support.api import Api
-from tests.support.llm_server import LLMServer
 from tests.support.processes import REPO, Server, Worker
 from tests.support.small_job import GENERATE, leases_gone, small_job
+from workbench.bench.llm_server import LLMServer
 from workbench.jobs import leases
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1200)]

@@ -11,6 +11,8 @@ test session's OpenSearch, Redis and stand-in LLM.
   worker container completes it, each prompt answered once;
 * ``workbench config`` in the image masks secrets exactly as on the host;
 * no process of the image runs as root, and its HEALTHCHECK reports the API and a worker healthy.
+* ``workbench bench --only metrics --quick`` runs in the image, with no network: the benchmarks
+  are installed code.
 """
 
 from __future__ import annotations
@@ -31,10 +33,10 @@ from tests.integration.test_condensed_metrics import DOCS, FULL, IDCG, LOG2_3, K
 from tests.integration.test_experiments import create, wait
 from tests.support.api import Api, search_configuration
 from tests.support.containers import Container, build_image, image_env, podman, settings_of
-from tests.support.llm_server import LLMServer
 from tests.support.processes import free_port
 from tests.support.small_job import GENERATE, QUERIES, SmallJob, small_job
 from tests.support.waiting import settled
+from workbench.bench.llm_server import LLMServer
 from workbench.jobs import leases
 
 pytestmark = pytest.mark.timeout(1500)  # the first test builds the image when it is missing
@@ -295,3 +297,20 @@ def test_nothing_runs_as_root_and_the_healthcheck_passes(
                        "{{.Config.User}} {{json .Config.Entrypoint}} {{json .Config.Cmd}}",
                        image).stdout.strip()
     assert inspected == f'{UID}:{UID} ["workbench"] ["serve"]'
+
+
+def test_the_installed_bench_command_runs_in_the_image(image: str) -> None:
+    """``workbench bench`` is installed code (workbench/bench): the metrics benchmark, which
+    needs no service, runs in the image with no network at all and compares with pytrec_eval."""
+    result = podman("run", "--rm", "--network=none", "--no-healthcheck", image,
+                    "bench", "--only", "metrics", "--quick", timeout=300, check=False)
+    assert result.returncode == 0, (result.stdout[-2000:], result.stderr[-2000:])
+    lines = result.stdout.splitlines()
+    assert lines[0] == "== metrics"
+    assert [re.sub(r":.*", "", line.strip()) for line in lines[1:4]] == [
+        "evaluate_many (8 metrics) vs pytrec_eval ndcg_cut",
+        "evaluate_many (8 metrics) vs pytrec_eval closest set",
+        "NDCG max abs difference vs pytrec_eval (of range 1.0)"]
+    difference = float(lines[3].split(": ")[1].split(" vs ")[0])
+    assert difference < 1e-9
+    assert lines[-1] == "report: /home/workbench/.cache/workbench/output/bench/report.md"

@@ -15,8 +15,8 @@ import pytest
 
 from tests.conftest import JUDGE_MODEL
 from tests.support.api import Api
-from tests.support.llm_server import LLMServer
 from tests.support.processes import Server
+from workbench.bench.llm_server import LLMServer
 
 DEADLINE = 3
 HITS = [{"id": "r1", "title": "red running shoes"}, {"id": "r2", "title": "leather wallet"}]

@@ -16,9 +16,9 @@ from opensearchpy import OpenSearch
 
 from tests.conftest import JUDGE_MODEL
 from tests.support.api import Api
-from tests.support.llm_server import LLMServer
 from tests.support.processes import Server, Worker
 from tests.support.waiting import finished
+from workbench.bench.llm_server import LLMServer
 from workbench.store.indices import EXPERIMENT_INDEX, JUDGMENT_INDEX
 
 QUERIES = 40

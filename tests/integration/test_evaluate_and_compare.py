@@ -13,9 +13,9 @@ from sklearn.metrics import accuracy_score, cohen_kappa_score, f1_score, precisi
 
 from tests.conftest import JUDGE_MODEL
 from tests.support.api import Api
-from tests.support.llm_server import LLMServer
 from tests.support.processes import Worker
 from tests.support.waiting import finished
+from workbench.bench.llm_server import LLMServer
 from workbench.store.repository import now_iso
 
 PRODUCTS = {

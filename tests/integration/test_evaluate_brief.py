@@ -15,8 +15,8 @@ from opensearchpy import OpenSearch
 
 from tests.conftest import JUDGE_MODEL
 from tests.support.api import Api
-from tests.support.llm_server import LLMServer
 from tests.support.processes import Worker
+from workbench.bench.llm_server import LLMServer
 from workbench.config import Config
 from workbench.store.indices import EVALUATE_BATCH_INDEX
 

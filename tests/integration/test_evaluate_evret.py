@@ -15,8 +15,8 @@ from opensearchpy import OpenSearch
 from tests.conftest import JUDGE_MODEL
 from tests.integration.test_evaluate_and_compare import wait
 from tests.support.api import Api
-from tests.support.llm_server import LLMServer
 from tests.support.processes import Worker
+from workbench.bench.llm_server import LLMServer
 
 K = 5
 RETRIEVED = ["d1", "d4", "d2", "d9", "d8"]

@@ -8,7 +8,7 @@ import uuid
 import pytest
 
 from tests.support.api import Api
-from tests.support.llm_server import LLMServer, prompt_tokens
+from workbench.bench.llm_server import LLMServer, prompt_tokens
 
 IN_PRICE, OUT_PRICE = 2.5, 10.0  # per million tokens
 

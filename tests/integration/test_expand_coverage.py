@@ -19,9 +19,9 @@ import pytest
 from opensearchpy import OpenSearch
 
 from tests.support.api import Api, search_configuration
-from tests.support.llm_server import LLMServer
 from tests.support.processes import Worker
 from tests.support.waiting import finished
+from workbench.bench.llm_server import LLMServer
 from workbench.store.indices import JUDGMENT_INDEX
 
 PRODUCTS = {

@@ -30,9 +30,9 @@ from opensearchpy import OpenSearch
 
 from tests.conftest import JUDGE_MODEL
 from tests.support.api import Api
-from tests.support.llm_server import LLMServer, find_hits, find_query
 from tests.support.processes import Server, Worker
 from tests.support.waiting import finished, poll
+from workbench.bench.llm_server import LLMServer, find_hits, find_query
 from workbench.store.indices import EVALUATION_INDEX, EXPERIMENT_INDEX
 
 DOCS = {

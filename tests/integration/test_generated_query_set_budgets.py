@@ -18,8 +18,8 @@ from tests.integration.test_generated_query_sets import (
     unique,
 )
 from tests.support.api import Api
-from tests.support.llm_server import LLMServer
 from tests.support.processes import Worker, own_stack
+from workbench.bench.llm_server import LLMServer
 from workbench.judges import registry
 
 

@@ -17,8 +17,8 @@ from opensearchpy import OpenSearch
 from tests.conftest import JUDGE_MODEL
 from tests.integration.test_cli_loop import cli, ok
 from tests.support.api import Api
-from tests.support.llm_server import LLMServer
 from tests.support.processes import Server, Worker
+from workbench.bench.llm_server import LLMServer
 from workbench.schemas.text import query_set_value_error
 
 INDEX = "search-relevance-queryset"
@@ -255,7 +255,7 @@ def test_a_real_model_writes_the_queries(api: Api, worker: Worker, direct: OpenS
                                          catalogue: str, llama_model: str) -> None:
     """llama.cpp's server with SmolLM2-135M: a COMPLETED set whose queries obey the rules,
     are distinct and carry their category and source (what a 135M model writes is not
-    judged here: scripts/bench/coldstart.py measures how useful generated sets are)."""
+    judged here: workbench/bench/coldstart.py measures how useful generated sets are)."""
     query_set_id = generate(api, catalogue, sampling="llm_random", modelId=llama_model,
                             numberOfQueryTerms=4)
     source = finished(direct, query_set_id, timeout=300)

@@ -32,10 +32,10 @@ from opensearchpy import OpenSearch
 
 from tests.conftest import JUDGE_MODEL
 from tests.support.api import Api
-from tests.support.llm_server import LLMServer
 from tests.support.processes import Server, Worker
 from tests.support.small_job import GENERATE, item_catalogue, leases_gone, wait_lease
 from tests.support.waiting import settled
+from workbench.bench.llm_server import LLMServer
 from workbench.jobs import leases
 
 QUERIES = 12

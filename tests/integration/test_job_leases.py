@@ -15,10 +15,10 @@ import redis
 from opensearchpy import OpenSearch
 
 from tests.support.api import Api
-from tests.support.llm_server import LLMServer
 from tests.support.processes import Server, Worker
 from tests.support.small_job import GENERATE, SmallJob, leases_gone, small_job, wait_lease
 from tests.support.waiting import settled
+from workbench.bench.llm_server import LLMServer
 from workbench.jobs import leases
 
 LEASE = "2"

@@ -23,10 +23,10 @@ from opensearchpy import OpenSearch
 from tests.conftest import JUDGE_MODEL
 from tests.support.api import Api
 from tests.support.job_tasks import ENTITY_INDEX
-from tests.support.llm_server import LLMServer
 from tests.support.processes import REPO, Server, Worker, logs_since
 from tests.support.small_job import item_catalogue
 from tests.support.waiting import finished, settled
+from workbench.bench.llm_server import LLMServer
 from workbench.jobs.celery_app import celery_app
 
 TIMEOUT = 60

@@ -16,10 +16,10 @@ import pytest
 from opensearchpy import OpenSearch
 
 from tests.support.api import Api, search_configuration
-from tests.support.llm_server import LLMServer
 from tests.support.processes import Server, Worker
 from tests.support.small_job import SmallJob, small_job
 from tests.support.waiting import finished
+from workbench.bench.llm_server import LLMServer
 
 CONFIGS = "search-relevance-search-config"
 EVALUATIONS = "search-relevance-evaluation-result"

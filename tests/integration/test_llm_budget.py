@@ -18,9 +18,9 @@ from opensearchpy import OpenSearch
 
 from tests.conftest import JUDGE_MODEL
 from tests.support.api import Api
-from tests.support.llm_server import LLMServer
 from tests.support.processes import Worker
 from tests.support.waiting import finished
+from workbench.bench.llm_server import LLMServer
 
 WORDS = "soft breathable mesh upper with a cushioned sole for long days on your feet " * 6
 PRODUCTS = [(f"d{i}", f"{colour} {kind} number {i}", f"{colour} {kind}: {WORDS} {i}")

@@ -19,11 +19,11 @@ import pytest
 from opensearchpy import OpenSearch
 
 from tests.conftest import JUDGE_MODEL, LLM_KEY
-from tests.support import llm_server as fake
 from tests.support.api import Api
-from tests.support.llm_server import LLMServer
 from tests.support.processes import Server, Worker
 from tests.support.waiting import finished
+from workbench.bench import llm_server as fake
+from workbench.bench.llm_server import LLMServer
 from workbench.judgments.llm import job
 from workbench.llm.base import messages_string
 from workbench.llm.structured import mode

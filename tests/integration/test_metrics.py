@@ -20,9 +20,9 @@ from prometheus_client.parser import text_string_to_metric_families
 from tests.conftest import JUDGE_MODEL
 from tests.support import waiting
 from tests.support.api import Api
-from tests.support.llm_server import LLMServer
 from tests.support.processes import Server, Worker, free_port
 from tests.support.small_job import item_catalogue
+from workbench.bench.llm_server import LLMServer
 from workbench.redis_keys import QUEUED_SINCE_KEY, queued_key, queued_member
 
 Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]

@@ -32,8 +32,8 @@ from opensearchpy import OpenSearch
 
 from tests.conftest import JUDGE_MODEL
 from tests.support.api import Api, search_configuration
-from tests.support.llm_server import LLMServer
 from tests.support.processes import Proc, Server, Worker, free_port
+from workbench.bench.llm_server import LLMServer
 from workbench.store.indices import MONITOR_INDEX, MONITOR_RUN_INDEX
 
 PRODUCTS = [

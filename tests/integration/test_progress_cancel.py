@@ -13,9 +13,9 @@ from opensearchpy import OpenSearch
 
 from tests.conftest import JUDGE_MODEL
 from tests.support.api import Api
-from tests.support.llm_server import LLMServer
 from tests.support.processes import Worker
 from tests.support.waiting import finished
+from workbench.bench.llm_server import LLMServer
 
 QUERIES = 40  # one LLM call each; with the suite's 4 concurrent calls of 2 s: about 20 s
 

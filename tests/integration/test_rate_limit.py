@@ -12,7 +12,7 @@ import pytest
 import redis
 
 from tests.support.api import Api
-from tests.support.llm_server import LLMServer
+from workbench.bench.llm_server import LLMServer
 from workbench.llm.rate_limit import PREFIX, Limits, RateLimiter
 
 PROCESSES = 4

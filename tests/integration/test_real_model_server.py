@@ -1,6 +1,6 @@
 """The LLM paths against a real OpenAI-compatible server that no one here wrote: llama.cpp's
 server (``scripts/llama.sh``) serving SmolLM2-135M-Instruct. The stand-in
-(``tests/support/llm_server.py``) stays for faults a real server does not produce on demand.
+(``workbench/bench/llm_server.py``) stays for faults a real server does not produce on demand.
 
 A 135M model rates poorly and not always on the scale, so these tests check what the workbench
 promises whatever the model says: every hit ends rated on the scale or listed in ``failures``

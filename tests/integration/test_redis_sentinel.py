@@ -42,10 +42,10 @@ from tests.conftest import JUDGE_MODEL, load_ubi
 from tests.integration.test_split_experiments import written
 from tests.support import waiting
 from tests.support.api import Api
-from tests.support.llm_server import LLMServer
 from tests.support.os_cluster import Cluster
 from tests.support.processes import Server, Worker, free_port
 from tests.support.sentinel import SentinelGroup
+from workbench.bench.llm_server import LLMServer
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 

@@ -24,11 +24,11 @@ from opensearchpy import OpenSearch
 
 from tests.conftest import JUDGE_MODEL
 from tests.integration.test_experiments import by_experiment
-from tests.support import llm_server as fake
 from tests.support.api import Api, search_configuration
-from tests.support.llm_server import LLMServer
 from tests.support.processes import TRUST_LOOPBACK, free_port, loopback_node, own_stack
 from tests.support.waiting import finished
+from workbench.bench import llm_server as fake
+from workbench.bench.llm_server import LLMServer
 
 EVALUATIONS = "search-relevance-evaluation-result"
 VARIANTS = "search-relevance-experiment-variant"

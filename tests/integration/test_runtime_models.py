@@ -19,9 +19,9 @@ from opensearchpy import OpenSearch
 
 from tests.conftest import LLM_KEY
 from tests.support.api import Api
-from tests.support.llm_server import AZURE_ACCESS_DENIED, UNSUPPORTED, LLMServer
 from tests.support.processes import Server, Worker, base_env
 from tests.support.waiting import finished
+from workbench.bench.llm_server import AZURE_ACCESS_DENIED, UNSUPPORTED, LLMServer
 from workbench.store.indices import MODELS_INDEX
 
 KEY_1 = "sk-runtime-first-7Hq2Lm"

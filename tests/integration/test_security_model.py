@@ -22,10 +22,10 @@ import urllib3
 
 from tests.conftest import JUDGE_MODEL, LLM_KEY
 from tests.support.api import Api, Reply, search_configuration
-from tests.support.llm_server import LLMServer
 from tests.support.processes import FRONTS, Server, Worker, base_env, helper_units
 from tests.support.secure_cluster import SecureCluster
 from tests.support.waiting import finished
+from workbench.bench.llm_server import LLMServer
 from workbench.config import Config
 from workbench.store.indices import (
     EVALUATION_INDEX,

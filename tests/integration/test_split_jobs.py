@@ -24,9 +24,9 @@ from opensearchpy import OpenSearch
 from tests.conftest import JUDGE_MODEL
 from tests.support import waiting
 from tests.support.api import Api
-from tests.support.llm_server import LLMServer
 from tests.support.processes import Server, Worker, helper_units, logs_since
 from tests.support.small_job import item_catalogue
+from workbench.bench.llm_server import LLMServer
 
 QUERIES = 12
 DOCS = 3

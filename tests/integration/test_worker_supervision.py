@@ -26,10 +26,10 @@ from opensearchpy import OpenSearch
 
 from tests.conftest import JUDGE_MODEL
 from tests.support.api import Api
-from tests.support.llm_server import LLMServer
 from tests.support.processes import Server, Worker
 from tests.support.small_job import item_catalogue
 from tests.support.waiting import finished
+from workbench.bench.llm_server import LLMServer
 
 QUERIES = 12
 DOCS = 3

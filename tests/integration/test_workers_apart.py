@@ -22,10 +22,10 @@ from opensearchpy import OpenSearch
 
 from tests.conftest import JUDGE_MODEL, LLM_KEY
 from tests.support.api import Api
-from tests.support.llm_server import LLMServer
 from tests.support.netns import Namespace, Relay
 from tests.support.processes import Proc, Server, helper_units
 from tests.support.waiting import finished
+from workbench.bench.llm_server import LLMServer
 from workbench.config import Config
 
 JOBS = 4

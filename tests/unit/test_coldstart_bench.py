@@ -1,4 +1,4 @@
-"""The pure pieces of the cold-start benchmark (scripts/bench/coldstart.py), on hand-made
+"""The pure pieces of the cold-start benchmark (workbench/bench/coldstart.py), on hand-made
 examples whose answer is known: the known item's reciprocal rank, NDCG as the workbench computes
 it, Kendall's tau with its bootstrap interval over queries, the throughput bound, the ESCI
 scale, and the configurations' rendering."""
@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from scripts.bench.coldstart import (
+from workbench.bench.coldstart import (
     CONFIGURATIONS,
     bootstrap_tau,
     bound_ratio,

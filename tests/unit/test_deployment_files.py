@@ -29,8 +29,8 @@ import pytest
 import yaml
 from cryptography.fernet import Fernet
 
-from scripts.paths import workbench_home
 from workbench.api.openapi import PATH as OPENAPI_PATH
+from workbench.bench.paths import workbench_home
 from workbench.config import Config, ConfigError, settings_table
 
 REPO = Path(__file__).resolve().parents[2]

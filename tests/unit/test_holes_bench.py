@@ -1,4 +1,4 @@
-"""The pure pieces of the holes benchmark (scripts/bench/holes.py) on hand-worked examples: the
+"""The pure pieces of the holes benchmark (workbench/bench/holes.py) on hand-worked examples: the
 kept ratings of a pool, the pools, NDCG@10 with holes as zeros and condensed, the filled
 list's ratings, Kendall's tau of two scorings and its summary."""
 
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from scripts.bench.holes import (
+from workbench.bench.holes import (
     CONFIGURATIONS,
     filled,
     kept_ratings,

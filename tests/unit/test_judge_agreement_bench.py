@@ -1,4 +1,4 @@
-"""The pure pieces of the judge agreement measurement (scripts/bench/judge_agreement.py), on
+"""The pure pieces of the judge agreement measurement (workbench/bench/judge_agreement.py), on
 hand-made data: which pairs a judge can read, how people's ratings become relevant or not, the
 trivial baseline, the threshold sweep, Precision@k and the order of configurations."""
 
@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from scripts.bench.judge_agreement import (
+from workbench.bench.judge_agreement import (
     Pair,
     agreement,
     as_judgment_ratings,

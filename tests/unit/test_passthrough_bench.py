@@ -1,4 +1,4 @@
-"""The pure pieces of the pass-through benchmark (scripts/bench/passthrough.py, wrk.py and
+"""The pure pieces of the pass-through benchmark (workbench/bench/passthrough.py, wrk.py and
 passthrough_ways.py): wrk's report parsed from fixed samples, the Lua script's quoting, which
 processes make a way of serving, and the ratios and medians of the results."""
 
@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import pytest
 
-from scripts.bench import wrk
-from scripts.bench.passthrough import bulk_index, over, results_of
-from scripts.bench.passthrough_ways import WAYS, Way, mismatch
-from scripts.bench.wrk import Load, WrkError
+from workbench.bench import wrk
+from workbench.bench.passthrough import bulk_index, over, results_of
+from workbench.bench.passthrough_ways import WAYS, Way, mismatch
+from workbench.bench.wrk import Load, WrkError
 
 # wrk 4.1.0 (Debian), `wrk -t1 -c1 -d1s --latency URL`, verbatim.
 SAMPLE = """\

@@ -1,4 +1,4 @@
-"""The simulation of scripts/bench/ppi_coverage.py on synthetic data whose answer is known: a
+"""The simulation of workbench/bench/ppi_coverage.py on synthetic data whose answer is known: a
 useful judge narrows the intervals and keeps coverage near 95 %, a useless one costs (almost)
 nothing, and the subset design over-covers when the labelled share is large (the finite
 population the intervals do not model)."""
@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from scripts.bench.ppi_coverage import ndcg_values, simulate
+from workbench.bench.ppi_coverage import ndcg_values, simulate
 
 
 def synthetic(noise: float, seed: int = 5) -> tuple[np.ndarray, np.ndarray]:

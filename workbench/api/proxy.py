@@ -126,7 +126,7 @@ class FastPassThrough:
 
     Flask's contexts, routing, signals and hooks cost about 100 of the 140 us of Python the app
     spent on a small proxied ``_search`` and a fifth of the worker's CPU under load (py-spy and
-    ``scripts/bench/passthrough.py``). A request goes the fast way only when Flask would have
+    ``workbench/bench/passthrough.py``). A request goes the fast way only when Flask would have
     done exactly the same: its path cannot match any workbench route (nor the SRW prefix),
     its body has a valid Content-Length within ``MAX_CONTENT_LENGTH`` (not chunked) and the app
     has no request hooks beyond the X-Opaque-Id echo of ``create_app``, which is repeated here.

@@ -64,7 +64,7 @@ def main(argv: list[str] | None = None) -> int:
 
     sub.add_parser("status", help="check the cluster, Redis and the workers")
 
-    sub.add_parser("bench", help="run the benchmarks (scripts/bench; pass --help for options)",
+    sub.add_parser("bench", help="run the benchmarks (workbench/bench; pass --help for options)",
                    add_help=False)
 
     show = sub.add_parser("config", help="print the effective settings (secrets masked)")
@@ -293,14 +293,8 @@ def _load_demo(config: Config, args: argparse.Namespace) -> int:
 
 
 def _bench(argv: list[str]) -> int:
-    """Run ``scripts/bench/run.py`` of this checkout (the benchmarks are not installed code)."""
-    from workbench.config import REPO_ROOT
-
-    if not (REPO_ROOT / "scripts" / "bench" / "run.py").is_file():
-        print("workbench bench: needs a source checkout (scripts/bench)", file=sys.stderr)
-        return 2
-    sys.path.insert(0, str(REPO_ROOT))
-    from scripts.bench.run import main as bench_main
+    """Run the benchmarks (``workbench/bench/run.py``; installed with the package)."""
+    from workbench.bench.run import main as bench_main
 
     return bench_main(argv)
 

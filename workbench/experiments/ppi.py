@@ -22,7 +22,7 @@ Two intervals around the same estimate and the same tuned ``lam``:
 * ``t`` (the summary's default): the same with sample standard deviations (ddof 1) and a
   Student t quantile with n - 1 degrees of freedom, as the summary's other intervals. The
   normal interval is asymptotic and too narrow for the 15 to 30 labelled queries teams label:
-  on ESCI (``scripts/bench/ppi_coverage.py``) its 95 % intervals covered the truth 0.89 to 0.90
+  on ESCI (``workbench/bench/ppi_coverage.py``) its 95 % intervals covered the truth 0.89 to 0.90
   of the time at 15 labelled queries, the ``t`` ones 0.93 to 0.94.
 
 Written out here (a dozen lines of numpy) rather than imported because ``ppi-python`` pulls in

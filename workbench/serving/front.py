@@ -4,7 +4,7 @@ cannot take go to gunicorn, which listens on an internal loopback port.
 
 Why: a proxied ``_search`` costs about 1 ms of Python CPU in gunicorn, which on a small machine
 shared with the cluster caps pass-through at about a third of direct throughput
-(``scripts/bench/passthrough.py``). HAProxy forwards the same request for a few microseconds. The
+(``workbench/bench/passthrough.py``). HAProxy forwards the same request for a few microseconds. The
 split is derived from the app itself (``FastPassThrough.prefixes``), so a route added to the app is
 routed to gunicorn without touching the configuration, which is rendered from the template
 ``haproxy.cfg.j2`` (``workbench.serving.haproxy``).

@@ -24,7 +24,7 @@ class AccessLogger(Logger):
 
     For every line gunicorn builds all atoms a format could use (each request and response
     header, the whole WSGI environ) and formats the time anew: about a tenth of the CPU of a
-    proxied request (py-spy, ``scripts/bench/passthrough.py``). With the default format only its
+    proxied request (py-spy, ``workbench/bench/passthrough.py``). With the default format only its
     nine atoms are built and the time string is reused within a second.
     """
 
@@ -112,7 +112,7 @@ class Recycler:
     - larger than ``TRIM_BYTES``, in a worker that stays (recycling off, or a body between the
       two): a full garbage collection, for what cycles still hold, then ``malloc_trim(0)``,
       which returns the free pages of every malloc arena (one per thread that allocated) to the
-      system. Measured after a 500,000-rating import (scripts/bench/memory.py), a worker that
+      system. Measured after a 500,000-rating import (workbench/bench/memory.py), a worker that
       stays kept 4-43 MiB of it with this and 26-66 MiB without (docs/performance.md); a
       replaced worker keeps nothing.
 

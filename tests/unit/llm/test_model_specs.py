@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from cryptography.fernet import Fernet
 
-from tests.support.llm_server import AZURE_ACCESS_DENIED, UNSUPPORTED, LLMServer
+from workbench.bench.llm_server import AZURE_ACCESS_DENIED, UNSUPPORTED, LLMServer
 from workbench.config import Config, ConfigError
 from workbench.llm import ChatRequest, LLMError, RetryPolicy, load_registry
 from workbench.llm.bedrock import BedrockChatModel

@@ -17,8 +17,8 @@ import boto3
 import pytest
 from botocore.stub import Stubber
 
-from tests.support import llm_server as fake
-from tests.support.llm_server import LLMServer
+from workbench.bench import llm_server as fake
+from workbench.bench.llm_server import LLMServer
 from workbench.config import Config, ConfigError
 from workbench.llm import (
     ChatRequest,

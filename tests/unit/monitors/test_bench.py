@@ -1,4 +1,4 @@
-"""The pure pieces of the monitors benchmark (scripts/bench/monitors.py) on hand-made runs: the
+"""The pure pieces of the monitors benchmark (workbench/bench/monitors.py) on hand-made runs: the
 judge's grades, the gold set, the simulated runs and their states, the delay to an ALERT, the
 pairs never rated before; and docs/performance.md's table against the recorded monitors.json."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from scripts.bench.monitors import (
+from workbench.bench.monitors import (
     Scenario,
     SimRun,
     gold_pairs,

@@ -7,7 +7,7 @@ from typing import Any
 
 import urllib3
 
-from tests.support.llm_server import LLMServer, judge
+from workbench.bench.llm_server import LLMServer, judge
 from workbench.llm import json_escape, messages_string
 
 HITS = [

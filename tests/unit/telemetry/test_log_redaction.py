@@ -1,6 +1,6 @@
 """The log filter: credentials masked, long messages cut before redaction, patterns linear.
 
-Timing is left to ``scripts/bench/redaction.py``; here only what each step does.
+Timing is left to ``workbench/bench/redaction.py``; here only what each step does.
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ def test_credentials_are_masked_in_every_known_form() -> None:
 
 def test_worst_case_shapes_of_a_megabyte_are_redacted() -> None:
     """The shapes that made the old URL pattern quadratic (hours at 1 MB; the suite's timeout
-    would end this test). Their cost per size is in ``scripts/bench/redaction.py``."""
+    would end this test). Their cost per size is in ``workbench/bench/redaction.py``."""
     assert redact("a" * MB) == "a" * MB
     assert redact("http://u:" + "p" * MB) == "http://u:" + "p" * MB
     assert redact("https://u:p@h/ " * (MB // 15)).count("https://****@h/") == MB // 15

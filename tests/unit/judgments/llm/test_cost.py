@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from tests.support import llm_server as fake
+from workbench.bench import llm_server as fake
 from workbench.judgments.llm import cost as llm_cost
 from workbench.judgments.llm.job import JobUsage
 from workbench.judgments.llm.prompt import RELEVANT_IRRELEVANT, SCORE0_1, system_prompt

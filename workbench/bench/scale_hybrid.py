@@ -15,8 +15,8 @@ from typing import Any
 
 from opensearchpy.helpers import bulk
 
-from scripts.bench.common import Bench, Result, temp_index, wait_status
-from tests.support.api import Api
+from workbench.bench.client import Api
+from workbench.bench.common import Bench, Result, temp_index, wait_status
 
 DOCS_PER_QUERY = 5
 MAXIMUM = "plugins.search_relevance.query_set.maximum"  # 1,000 queries by default

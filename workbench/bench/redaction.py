@@ -22,7 +22,7 @@ import time
 from collections.abc import Callable
 from itertools import pairwise
 
-from scripts.bench.common import Bench, Result
+from workbench.bench.common import Bench, Result
 from workbench.telemetry.logs import MAX_MESSAGE_CHARS, RedactingFilter, redact
 
 NAME = "redaction"

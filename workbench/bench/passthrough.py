@@ -3,9 +3,9 @@
 Two searches: a ``multi_match`` over 10,000 documents, where the cluster's work dominates, and
 the 5-document ``match`` issue 22 measured with, where the front's own cost shows most.
 
-wrk (``scripts/bench/wrk.py``; Debian's package, installed when absent) runs bounded closed-loop
+wrk (``workbench/bench/wrk.py``; Debian's package, installed when absent) runs bounded closed-loop
 loads against the cluster (the baseline) and against the workbench served each way this tree
-supports (``scripts/bench/passthrough_ways.py``: HAProxy, gunicorn alone, and door + nginx, the
+supports (``workbench/bench/passthrough_ways.py``: HAProxy, gunicorn alone, and door + nginx, the
 front HAProxy replaced), alternately, for several rounds, all in one run. Every round is kept in
 the report; the medians give each way's throughput ratio to direct (target for ``_search`` via
 HAProxy: >= 0.85), HAProxy's to door + nginx (target for ``_search``: >= 1.3, issue 22) and the
@@ -31,10 +31,10 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
-from scripts.bench import wrk
-from scripts.bench.common import Bench, Result, temp_index
-from scripts.bench.passthrough_ways import serve
-from scripts.bench.wrk import Load
+from workbench.bench import wrk
+from workbench.bench.common import Bench, Result, temp_index
+from workbench.bench.passthrough_ways import serve
+from workbench.bench.wrk import Load
 from workbench.config import Config
 
 NAME = "passthrough"
@@ -87,7 +87,8 @@ def run(bench: Bench) -> list[Result]:
     warmup = 1.0 if bench.quick else 2.0
     single_seconds = 2.0 if bench.quick else 3.0
     binary = wrk.ensure()
-    config = Config.from_env(bench.env)
+    # the settings of the workbench it starts (a deployed one, --workbench-url, has its own)
+    config = None if bench.workbench_url else Config.from_env(bench.env)
     workers = Config().web_workers  # the production default, not the harness's 2
     served = serve(bench, workers)
     for note in served.notes:
@@ -99,7 +100,8 @@ def run(bench: Bench) -> list[Result]:
         "single-connection runs": f"wrk -t1 -c1 -d{single_seconds:g}s --latency",
         "warm-up": f"{warmup:g} s per side and operation",
         "rounds": f"{rounds}, the order of the sides reversed every other round",
-        "workbench": f"{workers} gunicorn gthread workers x {config.web_threads} threads "
+        "workbench": f"deployed at {bench.workbench_url}" if config is None else
+                     f"{workers} gunicorn gthread workers x {config.web_threads} threads "
                      "(production defaults)",
         "ways not measured": "; ".join(served.notes) or "none",
     }

@@ -21,11 +21,18 @@ from typing import Any
 
 import urllib3
 
-from scripts.bench.common import Bench, Result, ensure_demo_index, ms, timed, wait_status
-from tests.support import services
-from tests.support.api import Api
-from tests.support.data import ESCI
-from tests.support.processes import TRUST_LOOPBACK
+from workbench.bench.client import Api
+from workbench.bench.common import (
+    Bench,
+    Result,
+    ensure_demo_index,
+    ms,
+    service_url,
+    timed,
+    wait_status,
+)
+from workbench.bench.processes import TRUST_LOOPBACK
+from workbench.demo.load import read_json
 from workbench.remote.templates import RenderedRequest, render
 
 INDEX = "bench-esci-products"
@@ -78,13 +85,13 @@ def _medians(runs: int, *fns: Callable[[], None]) -> list[list[float]]:
 
 def run(bench: Bench) -> list[Result]:
     ensure_demo_index(bench, INDEX)
-    solr = services.solr_url()
+    solr = service_url(None, "SOLR_URL", "solr_url", option=False)
     server = bench.server(2, "none", None, **REMOTE_ENV)
     bench.worker(**REMOTE_ENV)
     api = bench.api(server)
-    queries = json.loads((ESCI / "esci_us_queryset.json").read_text())["querySetQueries"]
-    judgment = api.srw("PUT", "/judgments", json.loads(
-        (ESCI / "esci_us_judgments.json").read_text())).json["judgment_id"]
+    queries = read_json(bench.data_file("queryset"))["querySetQueries"]
+    judgment = api.srw("PUT", "/judgments", read_json(
+        bench.data_file("judgments"))).json["judgment_id"]
     wait_status(api, f"/judgments/{judgment}")
     query_set = api.srw("PUT", "/query_sets", {
         "name": "esci remote bench", "querySetQueries": queries}).json["query_set_id"]

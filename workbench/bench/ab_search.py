@@ -2,7 +2,7 @@
 sent straight to the cluster (what the interleaved search must do at least), and the cost of
 recording impressions.
 
-wrk (``scripts/bench/wrk.py``) runs closed-loop loads, alternately for several rounds in one run:
+wrk (``workbench/bench/wrk.py``) runs closed-loop loads, alternately for several rounds in one run:
 
 * **direct**: ``POST /_msearch`` to the cluster with A's and B's search for the same text;
 * **interleaved**: ``POST /ab_tests/{id}/_search`` through the workbench as shipped: the HAProxy
@@ -29,10 +29,10 @@ import urllib.error
 import urllib.request
 from typing import Any
 
-from scripts.bench import wrk
-from scripts.bench.common import Bench, Result, temp_index
-from scripts.bench.passthrough import WORDS
-from scripts.bench.wrk import Load
+from workbench.bench import wrk
+from workbench.bench.common import Bench, Result, temp_index
+from workbench.bench.passthrough import WORDS
+from workbench.bench.wrk import Load
 from workbench.config import Config
 
 NAME = "ab_search"
@@ -63,13 +63,15 @@ def run(bench: Bench) -> list[Result]:
         _load(bench, rng)
         recording = bench.server(workers=workers, front="haproxy",
                                  WORKBENCH_AB_QUERIES_INDEX="bench-ab-queries")
-        queued = bench.server(workers=workers, front="haproxy",
-                              WORKBENCH_AB_QUERIES_INDEX="bench-ab-queries-q",
-                              WORKBENCH_AB_FLUSH_SECONDS="3600")
+        # A deployed workbench (--workbench-url) records as configured: no side without writes.
+        queued = None if bench.workbench_url else bench.server(
+            workers=workers, front="haproxy", WORKBENCH_AB_QUERIES_INDEX="bench-ab-queries-q",
+            WORKBENCH_AB_FLUSH_SECONDS="3600")
         bench.on_close(lambda: bench.client.indices.delete(
             index="bench-ab-queries,bench-ab-queries-q", ignore=[404]))
         for server in (recording, queued):
-            _create_test(server.url)
+            if server:
+                _create_test(server.url)
         msearch = [_msearch_body(text) for text in texts]
         interleaved = [json.dumps({"query_params": {"SearchText": text},
                                    "client_id": f"user-{n % CLIENTS}"})
@@ -81,8 +83,9 @@ def run(bench: Bench) -> list[Result]:
             "_msearch through the workbench": (recording.url, "/_msearch",
                                                "application/x-ndjson", msearch),
             "interleaved": (recording.url, path, "application/json", interleaved),
-            "interleaved, no writes": (queued.url, path, "application/json", interleaved),
         }
+        if queued:
+            sides["interleaved, no writes"] = (queued.url, path, "application/json", interleaved)
         single: dict[str, list[Load]] = {}
         loaded: dict[str, list[Load]] = {}
         for base, target, kind, bodies in sides.values():  # warm-up
@@ -95,12 +98,14 @@ def run(bench: Bench) -> list[Result]:
                     wrk.run(binary, base, target, kind, bodies, single_seconds, 1, 1))
                 loaded.setdefault(side, []).append(
                     wrk.run(binary, base, target, kind, bodies, seconds, CONNECTIONS, THREADS))
-        written = _count(bench, "bench-ab-queries")
+        written: int | str = _count(bench, "bench-ab-queries") if queued else \
+            "not counted (the deployed workbench's own index)"
     details = {
         "generator": f"{wrk.version(binary)}; single: wrk -t1 -c1 -d{single_seconds:g}s; "
                      f"loaded: wrk -t{THREADS} -c{CONNECTIONS} -d{seconds:g}s",
-        "rounds": rounds, "workbench": f"HAProxy front and the live search server; gunicorn "
-                                       f"with {workers} workers (production defaults)",
+        "rounds": rounds, "workbench": f"deployed at {bench.workbench_url}" if not queued
+        else f"HAProxy front and the live search server; gunicorn with {workers} workers "
+             "(production defaults)",
         "index": f"{DOCS} documents, {TEXTS} texts, {CLIENTS} client ids",
         "impressions written by the recording side": written,
         "errors (all runs)": {side: sum(load.errors for load in single[side] + loaded[side])
@@ -114,11 +119,11 @@ def run(bench: Bench) -> list[Result]:
         return float(statistics.median(load.rps for load in loaded[side]))
 
     def per_round(runs: dict[str, list[Load]], side: str, attr: str) -> list[float]:
-        return [round(getattr(load, attr), 3) for load in runs[side]]
+        return [round(getattr(load, attr), 3) for load in runs.get(side, [])]
 
     direct, inter, quiet = "direct _msearch", "interleaved", "interleaved, no writes"
     passed = "_msearch through the workbench"
-    return [
+    results = [
         Result(NAME, "interleaved _search vs one _msearch (1 connection) latency p50", p50(inter),
                p50(direct), unit="ms", target=TARGET_P50, details={
                    **details, "ms per round interleaved": per_round(single, inter, "p50_ms"),
@@ -127,10 +132,6 @@ def run(bench: Bench) -> list[Result]:
                "pass-through (1 connection) latency p50", p50(inter), p50(passed), unit="ms",
                details={"ms per round interleaved": per_round(single, inter, "p50_ms"),
                         "ms per round pass-through": per_round(single, passed, "p50_ms")}),
-        Result(NAME, "impression writes: p50 with writes vs queued only (1 connection)",
-               p50(inter), p50(quiet), unit="ms", details={
-                   "ms per round with writes": per_round(single, inter, "p50_ms"),
-                   "ms per round queued only": per_round(single, quiet, "p50_ms")}),
         Result(NAME, f"interleaved _search vs one _msearch ({CONNECTIONS} connections) "
                "throughput", rps(inter), rps(direct), unit="req/s", higher_is_better=True,
                target=TARGET_RPS,
@@ -138,6 +139,13 @@ def run(bench: Bench) -> list[Result]:
                         "req/s per round direct": per_round(loaded, direct, "rps"),
                         "req/s per round no writes": per_round(loaded, quiet, "rps")}),
     ]
+    if quiet in single:
+        results.insert(2, Result(
+            NAME, "impression writes: p50 with writes vs queued only (1 connection)",
+            p50(inter), p50(quiet), unit="ms", details={
+                "ms per round with writes": per_round(single, inter, "p50_ms"),
+                "ms per round queued only": per_round(single, quiet, "p50_ms")}))
+    return results
 
 
 def _load(bench: Bench, rng: random.Random) -> None:

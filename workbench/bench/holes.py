@@ -5,7 +5,7 @@ are kept, how well do the remedies rank the configurations?
                     [--llm-pools low|single|all] [--fills reference,llm] [--data DIR]
                     [--quick] [--out DIR]
 
-Opt-in (a bare ``workbench bench`` leaves it out; ``scripts/bench/run.py``, ``OPT_IN``): it
+Opt-in (a bare ``workbench bench`` leaves it out; ``workbench/bench/run.py``, ``OPT_IN``): it
 runs several minutes, most of it the LLM's.
 
 What is measured, and why this way:
@@ -68,8 +68,8 @@ import numpy as np
 import redis
 from opensearchpy.helpers import scan
 
-from scripts.bench.coldstart import data_paths, on_shipped_scale, tau
-from scripts.bench.common import Bench, Result, timed
+from workbench.bench.coldstart import data_paths, on_shipped_scale, tau
+from workbench.bench.common import Bench, Result, timed
 from workbench.metrics import condensed_ndcg, evaluate_many
 from workbench.redis_keys import queued_key
 

@@ -3,15 +3,14 @@ against the same searches sent straight to the cluster as ``_msearch``."""
 
 from __future__ import annotations
 
-import json
 import statistics
 from typing import Any
 
 from opensearchpy.helpers import scan
 
-from scripts.bench.common import Bench, Result, ensure_demo_index, ms, timed, wait_status
-from tests.support.api import Api
-from tests.support.data import ESCI
+from workbench.bench.client import Api
+from workbench.bench.common import Bench, Result, ensure_demo_index, ms, timed, wait_status
+from workbench.demo.load import read_json
 from workbench.querysets.entries import read_entries
 from workbench.store import bulk
 from workbench.store.indices import EVALUATION_INDEX, EXPERIMENT_INDEX, VARIANT_INDEX
@@ -89,9 +88,9 @@ def run(bench: Bench) -> list[Result]:
     api = bench.api(server)
     api.call("PUT", "/_cluster/settings", {"persistent": {
         "plugins.search_relevance.query_set.maximum": 2000}})
-    queries = json.loads((ESCI / "esci_us_queryset.json").read_text())["querySetQueries"]
-    judgment = api.srw("PUT", "/judgments", json.loads(
-        (ESCI / "esci_us_judgments.json").read_text())).json["judgment_id"]
+    queries = read_json(bench.data_file("queryset"))["querySetQueries"]
+    judgment = api.srw("PUT", "/judgments", read_json(
+        bench.data_file("judgments"))).json["judgment_id"]
     wait_status(api, f"/judgments/{judgment}")
     configs = []
     for name, query in CONFIGS:

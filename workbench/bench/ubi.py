@@ -30,9 +30,9 @@ from typing import Any
 import psutil
 from opensearchpy import OpenSearch
 
-from scripts.bench import ubi_data
-from scripts.bench.common import REPO, Bench, Result, peak_rss, wait_status
-from tests.support.api import Api
+from workbench.bench import ubi_data
+from workbench.bench.client import Api
+from workbench.bench.common import REPO, Bench, Result, peak_rss, wait_status
 from workbench.config import Config
 from workbench.store.client import make_client
 from workbench.store.indices import JUDGMENT_INDEX
@@ -180,7 +180,7 @@ def scroll_run(bench: Bench, index: str) -> tuple[dict[str, Any], Ratings]:
     """One scroll baseline in a fresh interpreter: its figures and ratings."""
     with tempfile.NamedTemporaryFile(suffix=".json") as out:
         done = subprocess.run(
-            [sys.executable, "-m", "scripts.bench.ubi", "scroll", index, out.name],
+            [sys.executable, "-m", "workbench.bench.ubi", "scroll", index, out.name],
             env=bench.env, cwd=REPO, capture_output=True, text=True, check=False)
         if done.returncode:
             raise RuntimeError(f"scroll baseline failed:\n{done.stderr[-4000:]}")
@@ -239,8 +239,9 @@ def measure(bench: Bench, api: Api, queue: str, index: str, n: int) -> dict[str,
     worker = bench.worker(WORKBENCH_QUEUE=queue, WORKBENCH_WORKER_CONCURRENCY="1")
     judgments: list[str] = []
     try:
-        child = _pool_child(worker.pid)
-        idle = peak_rss(child)
+        # a deployed workbench's (--workbench-url) workers are not ours: no memory figures
+        child = _pool_child(worker.pid) if worker else None
+        idle = peak_rss(child) if child else 0
         aggregations(client, index)  # warm-up: the same file-system cache for both
         judgments.append(job_run(api, index, f"bench-ubi-{n}-warmup")[1])  # lazy imports
         written = Repository(client, JUDGMENT_INDEX).get_source(judgments[-1])
@@ -264,12 +265,13 @@ def measure(bench: Bench, api: Api, queue: str, index: str, n: int) -> dict[str,
             jobs.append(seconds)
             judgments.append(judgment)
             bounds.append(bound())
-        if _pool_child(worker.pid) != child:
+        if worker and _pool_child(worker.pid) != child:
             raise RuntimeError("the pool process was replaced: its peak memory is lost")
-        job_peak = peak_rss(child)
+        job_peak = peak_rss(child) if child else 0
         ratings = job_ratings(client, judgments[-1])
     finally:
-        worker.stop()
+        if worker:
+            worker.stop()
         for judgment in judgments:
             api.srw("DELETE", f"/judgments/{judgment}")
     scrolls: list[dict[str, Any]] = []
@@ -349,13 +351,15 @@ def run(bench: Bench) -> list[Result]:
             "aggregations alone x": round(b["aggs s"] / a["aggs s"], 1),
             "scroll x": round(b["scroll s"] / a["scroll s"], 1),
             **{f"job s at {n:,}": round(f["job s"], 3) for n, f in figures.items()}}))
-    results.append(Result(
-        "ubi", f"peak worker RSS, {large:,} vs {small:,} events", b["job peak MiB"],
-        a["job peak MiB"], unit="MiB", target=1.25, details={
-            "meaning": "<= 1.25 is flat: memory does not grow with the events",
-            "measure": "VmHWM of the worker's only pool process over all its runs",
-            **{f"peak/idle MiB at {n:,}": f"{f['job peak MiB']:.1f}/{f['job idle MiB']:.1f}"
-               for n, f in figures.items()}}))
+    if not bench.workbench_url:  # a deployed workbench's worker is not a process of ours
+        results.append(Result(
+            "ubi", f"peak worker RSS, {large:,} vs {small:,} events", b["job peak MiB"],
+            a["job peak MiB"], unit="MiB", target=1.25, details={
+                "meaning": "<= 1.25 is flat: memory does not grow with the events",
+                "measure": "VmHWM of the worker's only pool process over all its runs",
+                **{f"peak/idle MiB at {n:,}": f"{f['job peak MiB']:.1f}/"
+                                              f"{f['job idle MiB']:.1f}"
+                   for n, f in figures.items()}}))
     results.append(Result(
         "ubi", f"scroll baseline peak RSS, {large:,} vs {small:,} events", b["scroll peak MiB"],
         a["scroll peak MiB"], unit="MiB", details={

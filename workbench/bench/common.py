@@ -2,6 +2,12 @@
 
 Every benchmark measures a workbench path against a baseline taken in the same run on the same
 machine and reports the ratio; absolute seconds vary from machine to machine, ratios much less.
+
+The benchmarks are installed with the package, so an operator can measure the deployed thing:
+the services come from ``--opensearch-url``/``--redis-url`` (else ``OPENSEARCH_URL``/
+``REDIS_URL``); only a source checkout can start them when none is given, as the tests do
+(tests/support/services.py). With ``--workbench-url`` the benchmarks that can measure a running
+workbench do so instead of starting ``workbench serve`` and ``workbench worker`` of their own.
 """
 
 from __future__ import annotations
@@ -15,17 +21,18 @@ import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
 from opensearchpy import OpenSearch
 
-from scripts.paths import output
-from tests.support import services
-from tests.support.api import Api
-from tests.support.processes import Server, Worker, base_env
+from workbench.bench.client import Api
+from workbench.bench.paths import output
+from workbench.bench.processes import CHECKOUT, Server, Worker, base_env
+from workbench.config import REPO_ROOT
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = REPO_ROOT
 
 
 @dataclass
@@ -62,7 +69,9 @@ class Result:
 
 
 class Bench:
-    """The environment one benchmark run shares: services, clients, processes it started."""
+    """The environment one benchmark run shares: services, clients, processes it started.
+
+    The services are looked up when a benchmark first needs them (``metrics`` needs none)."""
 
     def __init__(self, quick: bool = False, out: Path | None = None,
                  options: dict[str, Any] | None = None) -> None:
@@ -71,18 +80,41 @@ class Bench:
         self.out = out or output("bench")
         #: the options of one benchmark (``--llm-url``...), as the command line gave them
         self.options = dict(options or {})
-        self.opensearch_url = services.opensearch_url()
-        self.redis_url = services.redis_url()
+        #: a running workbench to measure (``--workbench-url``) instead of starting one
+        self.workbench_url: str | None = (self.options.get("workbench_url") or "").rstrip("/") \
+            or None
         self.queue = f"bench-{uuid.uuid4().hex[:8]}"
-        self.env = base_env(self.opensearch_url, self.redis_url, WORKBENCH_QUEUE=self.queue,
-                            WORKBENCH_LOG_LEVEL="WARNING")
-        self.client = OpenSearch(hosts=[self.opensearch_url], timeout=600)
         self._stops: list[Callable[[], None]] = []
+
+    @cached_property
+    def opensearch_url(self) -> str:
+        return service_url(self.options.get("opensearch_url"), "OPENSEARCH_URL", "opensearch_url")
+
+    @cached_property
+    def redis_url(self) -> str:
+        return service_url(self.options.get("redis_url"), "REDIS_URL", "redis_url")
+
+    @cached_property
+    def env(self) -> dict[str, str]:
+        return base_env(self.opensearch_url, self.redis_url, WORKBENCH_QUEUE=self.queue,
+                        WORKBENCH_LOG_LEVEL="WARNING")
+
+    @cached_property
+    def client(self) -> OpenSearch:
+        return OpenSearch(hosts=[self.opensearch_url], timeout=600)
+
+    def data_file(self, name: str) -> Path:
+        """One of the ESCI/UBI files (``DATA_FILES``), of ``--data DIR`` or shipped."""
+        return data_file(self.options.get("data"), name)
 
     def server(self, workers: int = 2, front: str = "none", prefix: list[str] | None = None,
                **env: str) -> Server:
         """``workbench serve``; ``prefix`` is a command it runs under (``env -C DIR`` serves
-        another tree). One that does not come up is stopped before the error is raised."""
+        another tree). One that does not come up is stopped before the error is raised. With
+        ``--workbench-url``, that workbench (a benchmark that runs there takes care that it
+        needs none of ``env``'s settings; run.py skips the others)."""
+        if self.workbench_url:
+            return Deployed(self.workbench_url)
         srv = _StoppedOnFailure(dict(self.env, **env), workers=workers, front=front,
                                 prefix=prefix)
         self._stops.append(srv.stop)
@@ -92,7 +124,11 @@ class Bench:
         """Run ``fn`` when the benchmark's processes stop (after those started later)."""
         self._stops.append(fn)
 
-    def worker(self, **env: str) -> Worker:
+    def worker(self, **env: str) -> Worker | None:
+        """``workbench worker`` on this run's queue; None with ``--workbench-url`` (the
+        deployed workbench's workers run the jobs)."""
+        if self.workbench_url:
+            return None
         wrk = Worker(dict(self.env, **env), queue=env.get("WORKBENCH_QUEUE", self.queue))
         self._stops.append(wrk.stop)
         return wrk
@@ -104,6 +140,59 @@ class Bench:
         while self._stops:
             with contextlib.suppress(Exception):  # tearing down; keep going
                 self._stops.pop()()
+
+
+class Deployed(Server):
+    """A workbench already running at ``url`` (``--workbench-url``): nothing to start or stop."""
+
+    def __init__(self, url: str) -> None:  # no process of ours: Server's start is not called
+        self.url = url
+        self.front = "deployed"
+
+    @property
+    def pid(self) -> int:
+        raise RuntimeError(f"the workbench at {self.url} is not a process of this run")
+
+    def stop(self, sig: int = 0, timeout: float = 0) -> None:
+        return None
+
+
+def service_url(given: str | None, variable: str, start: str, option: bool = True) -> str:
+    """A service's URL: the option, else the environment variable, else one started as the
+    tests start it (``tests/support/services.py``, function ``start``), which only a source
+    checkout can do."""
+    url = given or os.environ.get(variable)
+    if url:
+        return url.rstrip("/")
+    if CHECKOUT is None or not (CHECKOUT / "tests" / "support" / "services.py").is_file():
+        flag = f"give --{variable.lower().replace('_', '-')} or " if option else ""
+        raise SystemExit(f"workbench bench: no {variable}: {flag}set {variable} (starting the "
+                         "services needs a source checkout)")
+    import importlib
+    import sys
+
+    if str(CHECKOUT) not in sys.path:
+        sys.path.insert(0, str(CHECKOUT))
+    services = importlib.import_module("tests.support.services")
+    return str(getattr(services, start)()).rstrip("/")
+
+
+#: the ESCI/UBI files the benchmarks read: name -> (the file under ``--data DIR``, in the
+#: plugin sample's layout; the file shipped in workbench/demo/data)
+DATA_FILES = {
+    "queryset": ("esci/esci_us_queryset.json", "esci_us_queryset.json.gz"),
+    "judgments": ("esci/esci_us_judgments.json", "esci_us_judgments.json.gz"),
+    "products": ("ubi-sample/ubi_ecommerce_products.json.gz", "ubi_ecommerce_products.json.gz"),
+}
+
+
+def data_file(data: str | None, name: str) -> Path:
+    """A file of ``DATA_FILES``: of ``data`` when given, else the demo data the package ships
+    (``workbench load-demo``'s; read them with ``workbench.demo.load.read_json``)."""
+    from workbench.demo.load import DATA
+
+    under_data, shipped = DATA_FILES[name]
+    return Path(data) / under_data if data else DATA / shipped
 
 
 class _StoppedOnFailure(Server):
@@ -197,6 +286,10 @@ def write_report(results: list[Result], out_dir: Path, meta: dict[str, Any]) -> 
         f"{k} {v}" for k, v in r.details.items()) for r in results if r.details]
     if notes:
         lines += ["", "Details:", "", *notes]
+    skipped = meta.get("skipped") or {}
+    if skipped:
+        lines += ["", "Skipped (a deployed workbench measured, --workbench-url):", "",
+                  *(f"- **{name}**: {why}" for name, why in skipped.items())]
     path = out_dir / "report.md"
     path.write_text("\n".join(lines) + "\n")
     return path
@@ -216,10 +309,8 @@ def ms(values: list[float]) -> list[float]:
 
 def ensure_demo_index(bench: Bench, index: str) -> None:
     """The UBI sample's product catalogue in ``index``, loaded when the index is missing."""
-    from tests.support.data import UBI_SAMPLE
     from workbench.config import Config
     from workbench.demo.load import load_demo
 
     if not bench.client.indices.exists(index=index):
-        load_demo(Config.from_env(bench.env), str(UBI_SAMPLE / "ubi_ecommerce_products.json.gz"),
-                  index, None)
+        load_demo(Config.from_env(bench.env), str(bench.data_file("products")), index, None)

@@ -1,5 +1,8 @@
 """A local stand-in for paid LLM services: OpenAI chat completions and ML Commons ``_predict``.
 
+Part of the benchmarks (the llm and scale benches measure the workbench against it, its latency
+fixed with ``latency``) and the tests' stand-in for paid services, so it is installed with them.
+
 By default it is a deterministic judge: it finds the hits JSON array in the user prompt and rates
 each hit by word overlap between the query and the hit's source text. Tests script failures and
 odd answers between calls; every request is recorded. All state lives in the test process (the
@@ -325,9 +328,9 @@ class LLMServer:
             self._requests.append(record)
             self._calls += 1
             latency = self._latency
-            refused = (record.response_format or {}).get("type") in self._refused
-            script = None if refused else self._take(record.response_format is not None)
-        if refused:
+            unsupported = (record.response_format or {}).get("type") in self._refused
+            script = None if unsupported else self._take(record.response_format is not None)
+        if unsupported:
             return _error(kind, 400, "'response_format' of this type is not supported")
         if latency:
             time.sleep(latency)

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import psutil
 
-from scripts.bench.common import REPO, Bench
+from workbench.bench.common import REPO, Bench
 
 OLD_FRONT = "workbench/serving/door.py"  # in a tree that still serves door + nginx
 
@@ -82,8 +82,12 @@ def mismatch(way: Way, lines: list[str]) -> str | None:
 
 def serve(bench: Bench, workers: int, ways: tuple[Way, ...] = WAYS) -> Served:
     """Start every way this tree serves; door + nginx from git history when this tree no
-    longer does."""
+    longer does. With ``--workbench-url``, that workbench alone, as it is deployed."""
     served = Served()
+    if bench.workbench_url:
+        served.urls["deployed"] = bench.workbench_url
+        served.described["deployed"] = f"the workbench at {bench.workbench_url} (--workbench-url)"
+        return served
     for way in ways:
         note = _start(bench, way, workers, served)
         if note is None:

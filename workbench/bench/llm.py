@@ -8,8 +8,8 @@ import json
 
 from opensearchpy.helpers import bulk
 
-from scripts.bench.common import Bench, Result, temp_index, timed, wait_status
-from tests.support.llm_server import LLMServer
+from workbench.bench.common import Bench, Result, temp_index, timed, wait_status
+from workbench.bench.llm_server import LLMServer
 
 LATENCY = 0.1
 CONCURRENCY = 8

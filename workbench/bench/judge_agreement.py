@@ -1,7 +1,7 @@
 """How far the embedded reference judges (``token_overlap``, ``semantic``) agree with people, on
 the ESCI human labels.
 
-    python -m scripts.bench.judge_agreement [--data DIR] [--opensearch-url URL] [--out FILE]
+    python -m workbench.bench.judge_agreement [--data DIR] [--opensearch-url URL] [--out FILE]
 
 The data is the ESCI demo data the package ships (``workbench/demo/data``), or ``DIR`` holding
 ``esci/esci_us_queryset.json``, ``esci/esci_us_judgments.json`` and
@@ -49,7 +49,7 @@ from typing import Any
 import numpy as np
 from scipy.stats import kendalltau
 
-from scripts.paths import output
+from workbench.bench.paths import output
 from workbench.demo.load import read_json
 from workbench.judges import Hit, Query, Setup
 from workbench.judges import registry as judges
@@ -427,7 +427,7 @@ def _fmt(value: float | None) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m scripts.bench.judge_agreement",
+    parser = argparse.ArgumentParser(prog="python -m workbench.bench.judge_agreement",
                                      description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", default=os.environ.get("WORKBENCH_DATA_DIR"),
                         help="folder with esci/ and ubi-sample/ (default $WORKBENCH_DATA_DIR, else "

@@ -54,8 +54,8 @@ from typing import Any
 
 import numpy as np
 
-from scripts.bench.coldstart import _TEXT, data_paths, ndcg_at_k, on_shipped_scale, render
-from scripts.bench.common import Bench, Result
+from workbench.bench.coldstart import _TEXT, data_paths, ndcg_at_k, on_shipped_scale, render
+from workbench.bench.common import Bench, Result
 from workbench.monitors.decision import Rule, RunValues, decide, judge_drift
 
 K = 10

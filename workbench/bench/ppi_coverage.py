@@ -2,7 +2,7 @@
 much narrower are they than the humans' alone? A simulation on the ESCI data, where all 150
 queries have human labels, so the truth is known.
 
-    python -m scripts.bench.ppi_coverage --data DIR --opensearch-url URL [--index INDEX]
+    python -m workbench.bench.ppi_coverage --data DIR --opensearch-url URL [--index INDEX]
                                          [--judge semantic] [--draws 1000] [--sizes 15,30,60]
 
 ``DIR`` holds ``esci/`` and ``ubi-sample/`` (default ``$WORKBENCH_DATA_DIR``); the catalogue is
@@ -48,8 +48,8 @@ from typing import Any
 
 import numpy as np
 
-from scripts.bench.judge_agreement import Pair, judge_scores, product_titles, top_k
-from scripts.paths import output
+from workbench.bench.judge_agreement import Pair, judge_scores, product_titles, top_k
+from workbench.bench.paths import output
 from workbench.experiments.ppi import INTERVALS, classical_interval, ppi_interval
 from workbench.experiments.summary_humans import FEW_CHANGED, TIE
 from workbench.judgments.agreement import merge
@@ -98,8 +98,9 @@ def simulate(truth: np.ndarray, judged: np.ndarray, sizes: Sequence[int], draws:
         enough = np.zeros(truth.shape[0])
         covered_enough = np.zeros(truth.shape[0])
         for _ in range(draws):
+            query_set: np.ndarray
             if design == "resampled":
-                query_set = rng.integers(0, n_queries, n_queries)
+                query_set = np.asarray(rng.integers(0, n_queries, n_queries))
             else:
                 query_set = np.arange(n_queries)
             order = rng.permutation(query_set.size)
@@ -145,7 +146,7 @@ def judge_ratings(judge: str, rankings: Mapping[str, Mapping[str, Sequence[str]]
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m scripts.bench.ppi_coverage",
+    parser = argparse.ArgumentParser(prog="python -m workbench.bench.ppi_coverage",
                                      description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", default=os.environ.get("WORKBENCH_DATA_DIR"),
                         help="folder with esci/ and ubi-sample/ (default $WORKBENCH_DATA_DIR)")
@@ -185,7 +186,7 @@ def main(argv: list[str] | None = None) -> int:
 
     report: dict[str, Any] = {
         "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-        "command": "python -m scripts.bench.ppi_coverage " + " ".join(argv or sys.argv[1:]),
+        "command": "python -m workbench.bench.ppi_coverage " + " ".join(argv or sys.argv[1:]),
         "judge": args.judge, "metric": NDCG, "queries": len(queries), "draws": args.draws,
         "alpha": ALPHA, "configurations": CONFIGURATIONS, "judgingSeconds": round(judging, 1),
         "quantities": labels,

@@ -56,8 +56,8 @@ from typing import Any
 import numpy as np
 from scipy.stats import kendalltau
 
-from scripts.bench.common import Bench, Result, timed, wait_status
-from scripts.bench.judge_agreement import on_sample_scale
+from workbench.bench.common import Bench, Result, timed, wait_status
+from workbench.bench.judge_agreement import on_sample_scale
 from workbench.judges import Hit, Query, Setup
 from workbench.judges import registry as judges
 from workbench.metrics import ndcg

@@ -8,7 +8,7 @@
   the whole job from the create request to COMPLETED (searching 1,000 queries and writing the
   10,000 ratings do not shrink with more workers).
 - One HYBRID_OPTIMIZER experiment over 1,500 queries with 1 and 2 workers
-  (``scripts.bench.scale_hybrid``).
+  (``workbench.bench.scale_hybrid``).
 - The same model with ``rateLimit.requestsPerMinute`` R, four worker processes each running
   judgments as fast as they may: the call rate the LLM sees over the steady part of the run,
   against R (target: between 0.95 R and R).
@@ -24,10 +24,10 @@ from typing import Any
 
 from opensearchpy.helpers import bulk
 
-from scripts.bench import scale_hybrid
-from scripts.bench.common import Bench, Result, temp_index, wait_status
-from tests.support.api import Api
-from tests.support.llm_server import LLMServer
+from workbench.bench import scale_hybrid
+from workbench.bench.client import Api
+from workbench.bench.common import Bench, Result, temp_index, wait_status
+from workbench.bench.llm_server import LLMServer
 
 LATENCY = 0.1
 CONCURRENCY = 8
@@ -96,7 +96,7 @@ def run(bench: Bench) -> list[Result]:
              refresh=True)
         env = {"WORKBENCH_MODELS": _models(llm), "BENCH_KEY": "k",
                "WORKBENCH_LLM_CONCURRENCY": str(CONCURRENCY)}
-        api = bench.api(bench.server(2, "none", **env))
+        api = bench.api(bench.server(2, "none", None, **env))
         body = _setup(bench, api, index, queries)
         workers = 0
         for wanted in (1, 2, 4):

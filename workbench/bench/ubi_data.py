@@ -15,6 +15,7 @@ the events are streamed into the cluster (``parallel_bulk``), never held as a li
 
 from __future__ import annotations
 
+import gzip
 import json
 import random
 from collections import Counter, defaultdict, deque
@@ -25,11 +26,13 @@ from typing import Any
 from opensearchpy import OpenSearch
 from opensearchpy.helpers import parallel_bulk
 
-from scripts.bench.common import REPO, timed
-from tests.support.data import ESCI
+from workbench.bench.common import timed
+from workbench.config import Config
+from workbench.demo.load import UBI
 
-SOURCE = ESCI / "ubi_queries_events.ndjson"
-MAPPING = REPO / "index_mappings" / "ubi" / "ubi_events.json"
+#: the generated events are drawn from the ESCI UBI events the package ships (always those: a
+#: generated index is reused by its name, which holds the generator's version, not the source)
+SOURCE = UBI
 PREFIX = "bench-ubi-events-"
 # Bump when the generated documents change, so cached indices are rebuilt rather than reused.
 VERSION = 1
@@ -40,7 +43,7 @@ MAX_RANK = 20
 def real_events(path: Path = SOURCE) -> list[dict[str, Any]]:
     """The real ``ubi_events`` documents of the bulk file (the ``ubi_queries`` are skipped)."""
     events: list[dict[str, Any]] = []
-    with path.open() as lines:
+    with gzip.open(path, "rt", encoding="utf-8") as lines:
         for action_line in lines:
             source = json.loads(next(lines))
             if json.loads(action_line)["index"]["_index"] == "ubi_events":
@@ -98,6 +101,8 @@ def index_name(n: int) -> str:
 
 
 def _meta(n: int, seed: int) -> dict[str, Any]:
+    # "generator" is the name the indices of earlier runs carry (the module's path before it
+    # moved to workbench/bench): the same generator, so they stay reusable
     return {"generator": "scripts/bench/ubi_data.py", "version": VERSION, "seed": seed,
             "events": n}
 
@@ -130,7 +135,9 @@ def load(client: OpenSearch, name: str, n: int, seed: int = SEED) -> None:
     background merging. The shard request cache is off for good: every benchmark run must make
     the cluster compute the aggregations, not return a cached answer.
     """
-    spec = json.loads(MAPPING.read_text())
+    # the workbench's own mapping file (WORKBENCH_INDEX_MAPPINGS_DIR, else the checkout's)
+    mappings = Path(Config.from_env().index_mappings_dir)
+    spec = json.loads((mappings / "ubi" / "ubi_events.json").read_text())
     client.indices.delete(index=name, ignore=[404])
     client.indices.create(index=name, body={
         "settings": {"index": {

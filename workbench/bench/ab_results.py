@@ -25,9 +25,9 @@ from typing import Any
 
 from opensearchpy.helpers import bulk
 
-from scripts.bench.common import Bench, Result
-from scripts.bench.memory import MIB, Sampler, settled_rss
-from tests.support.api import Api
+from workbench.bench.client import Api
+from workbench.bench.common import Bench, Result
+from workbench.bench.memory import MIB, Sampler, settled_rss
 from workbench.config import Config
 
 NAME = "ab_results"

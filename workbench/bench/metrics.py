@@ -29,7 +29,7 @@ from typing import Any
 
 import pytrec_eval
 
-from scripts.bench.common import Bench, Result
+from workbench.bench.common import Bench, Result
 from workbench.metrics import evaluate_many
 
 NAME = "metrics"

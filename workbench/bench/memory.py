@@ -27,9 +27,9 @@ from typing import Any
 
 import psutil
 
-from scripts.bench.common import Bench, Result
-from tests.support.api import Api
-from tests.support.processes import Server
+from workbench.bench.client import Api
+from workbench.bench.common import Bench, Result
+from workbench.bench.processes import Server
 
 NAME = "memory"
 RATINGS, QUICK_RATINGS = 500_000, 250_000
@@ -179,7 +179,7 @@ def run(bench: Bench) -> list[Result]:
     results = []
     for label, env in (("workers recycled (default)", {}),
                        ("recycling off", {"WORKBENCH_WEB_RECYCLE_BYTES": "0"})):
-        figures = measure(bench, body, **env)
+        figures = measure(bench, body, None, **env)
         base, peak, after = (figures.pop(key) / MIB for key in ("baseline", "peak", "after"))
         replaced = sorted(set(figures["workers before"]) - set(figures["workers after"]))
         details = {"body": f"{len(body) / MIB:.1f} MiB", "baseline MiB": round(base, 1),

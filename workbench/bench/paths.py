@@ -1,7 +1,8 @@
-"""Where the tools under scripts/ write by default: under ``$WORKBENCH_HOME`` (as scripts/lib.sh
-picks it: ``/var/lib/workbench`` as root, else ``~/.cache/workbench``), never into the checkout.
-The figures the documentation quotes live in scripts/bench/results/; a run writes there only
-when told to (``--out scripts/bench/results/...``)."""
+"""Where the benchmarks and the tools under scripts/ write by default: under ``$WORKBENCH_HOME``
+(as scripts/lib.sh picks it: ``/var/lib/workbench`` as root, else ``~/.cache/workbench``), never
+into the checkout or the installed package. The figures the documentation quotes live in
+scripts/bench/results/ of the checkout; a run writes there only when told to
+(``--out scripts/bench/results/...``)."""
 
 from __future__ import annotations
 

@@ -14,31 +14,24 @@ from __future__ import annotations
 import json
 import os
 import uuid
-from pathlib import Path
 
-from scripts.bench.common import REPO, Bench, Result, timed, wait_status
-from tests.support import services
+from workbench.bench.common import Bench, Result, service_url, timed, wait_status
 from workbench.config import Config
-from workbench.demo.load import load_demo
+from workbench.demo.load import load_demo, read_json
 
 QUERIES = 20
 HITS = 10
 MODEL = "bench-llama"
 
 
-def data_dir() -> Path:
-    return Path(os.environ.get("WORKBENCH_DATA_DIR") or REPO.parent / "shared" / "data")
-
-
 def run(bench: Bench) -> list[Result]:
     queries = 5 if bench.quick else QUERIES
-    llama = services.llama_url()
-    data = data_dir()
-    texts = [q["queryText"] for q in json.loads(
-        (data / "esci" / "esci_us_queryset.json").read_text())["querySetQueries"][:queries]]
+    llama = service_url(None, "LLAMA_URL", "llama_url", option=False)
+    texts = [q["queryText"] for q in read_json(
+        bench.data_file("queryset"))["querySetQueries"][:queries]]
     index = f"bench-llama-{uuid.uuid4().hex[:8]}"
     load_demo(Config.from_env(dict(os.environ, OPENSEARCH_URL=bench.opensearch_url)),
-              str(data / "ubi-sample" / "ubi_ecommerce_products.json.gz"), index, None)
+              str(bench.data_file("products")), index, None)
     bench.on_close(lambda: bench.client.indices.delete(index=index, ignore=[404]))
     models = json.dumps([{"id": MODEL, "name": "SmolLM2 on llama.cpp", "provider": "openai",
                           "base_url": llama, "model": "smollm2"}])
