@@ -549,7 +549,8 @@ def prepare(svc: Services, metadata: dict[str, Any], control: JobControl | None 
     judge = LlmRater(svc, metadata, target_of(configs[0]), control)
     judge.find_vectors(local_indices(configs))
     if control is not None:
-        control.start(len(entries), "searching")
+        # written while the searches go (judgments/runner.py settles it before the last write)
+        control.start(len(entries), "searching", wait=False)
         control.check()
     targets = retrieve(svc, entries, configs, int(metadata.get("size", 10)), judge.describe,
                        bool(metadata.get(pooling.FLAG)), remote)
