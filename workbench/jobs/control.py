@@ -168,6 +168,8 @@ class JobControl:
             self.write(force=True)
             return
         with self._settling:
+            if self._starting is not None:  # an earlier start's write: one write at a time
+                self._starting.join()
             self._starting = threading.Thread(target=carry(self._write), args=(True,),
                                               name="progress", daemon=True)
             self._starting.start()

@@ -293,8 +293,8 @@ class LlmRater:
         outcomes = [Outcome() for _ in targets]
         waiting = [0] * len(targets)
         cache = CacheWriter(self.cache)
-        if self.control is not None:
-            self.control.start(len(targets), "rating")
+        if self.control is not None:  # written while the first calls go, awaited at the end
+            self.control.start(len(targets), "rating", wait=False)
         with ThreadPoolExecutor(self.svc.config.llm_concurrency,
                                 thread_name_prefix="llm") as pool:
             # Chunks are submitted as soon as they are cut, so tokenising overlaps the calls.
@@ -350,6 +350,8 @@ class LlmRater:
                 raise
             finally:
                 cache.close()  # what was paid for is kept, cancelled or not
+                if self.control is not None:
+                    self.control.settle()
         return outcomes
 
     def record(self, outcome: Outcome, entry: QueryEntry, answer: ChunkAnswer,
