@@ -302,6 +302,11 @@ def _r(values: list[float]) -> list[float]:
     return [round(v, 3) for v in values]
 
 
+#: the job against its aggregations alone (issue 49): a small job's fixed costs (the create, the
+#: queue hop, the final write) weigh more next to aggregations of a few milliseconds
+TARGETS = {100_000: 2.5, 1_000_000: 1.5, 3_000_000: 1.5}
+
+
 def run(bench: Bench) -> list[Result]:
     sizes = (20_000, 100_000) if bench.quick else (100_000, 1_000_000, 3_000_000)
     queue = f"{bench.queue}-ubi"  # our own workers only, whatever else this run started
@@ -322,7 +327,7 @@ def run(bench: Bench) -> list[Result]:
                   "judged pairs": m["pairs"], "queries": m["queries"]}
         results.append(Result(
             "ubi", f"COEC job, {n:,} events, vs its aggregations alone", m["job s"], m["aggs s"],
-            target=1.5, details={
+            target=TARGETS.get(n, 1.5), details={
                 **common, "job runs s": _r(m["job runs"]), "aggregation runs s": _r(m["aggs runs"]),
                 "aggregation requests": m["aggs requests"], "cells": m["cells"],
                 "job minus aggregations ms": round(1000 * (m["job s"] - m["aggs s"])),

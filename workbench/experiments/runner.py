@@ -93,14 +93,19 @@ def run(svc: Services, experiment_id: str) -> None:
         control.start(0, PHASE)
         raise
     ctx.control = control
-    control.start(len(ctx.entries) * len(ctx.configs), "searching")
+    # The first progress write goes while the first searches are sent (the job settles it
+    # before its last write, whose condition is the version that write leaves).
+    control.start(len(ctx.entries) * len(ctx.configs), "searching", wait=False)
     fingerprints: dict[str, Any] = {}
 
     def fingerprint() -> None:  # while the last results are written (the cluster's time)
         fingerprints.update(signature(ctx.query_set, ctx.judgments,
                                       [config for _, config in ctx.configs]))
 
-    results = execute(ctx, fingerprint)  # a cancel arriving now is too late: it completes
+    try:
+        results = execute(ctx, fingerprint)  # a cancel arriving now is too late: it completes
+    finally:
+        control.settle()
     results, remote_fields = remote_outcome(ctx, results)  # failed remote searches
     kept = {k: v for k, v in experiment.items() if k != "progress"}  # e.g. from waiting
     done = {**kept, "status": "COMPLETED", "timestamp": now_iso(), "results": results,

@@ -33,6 +33,7 @@ from workbench.jobs.base import CANCEL_REASON as CANCEL_REASON  # where it was d
 from workbench.jobs.base import Cancelled, HandedOver, TimedOut, job_stop_at
 from workbench.redis_keys import cancel_key
 from workbench.services import Services
+from workbench.store.identity import carry
 from workbench.store.repository import Repository, now_iso
 
 log = logging.getLogger(__name__)
@@ -92,6 +93,9 @@ class JobControl:
         self._flag_unread = False  # the last read of the cancel flag failed (Redis away)
         self._checked_at = float("-inf")
         self._written_at = float("-inf")
+        #: the first progress write when ``start`` did not wait for it (``settle``)
+        self._starting: threading.Thread | None = None
+        self._settling = threading.Lock()
 
     # -- cancellation ---------------------------------------------------------------------
 
@@ -153,10 +157,30 @@ class JobControl:
 
     # -- progress -------------------------------------------------------------------------
 
-    def start(self, total: int, phase: str = "") -> None:
+    def start(self, total: int, phase: str = "", wait: bool = True) -> None:
+        """Progress from zero of ``total``, written at once. ``wait=False``: the write goes on
+        its way while the job starts its work (a round trip a short job would otherwise wait
+        for); any later write, and ``settle``, wait for it first, so writes keep their order
+        and ``hit`` its version."""
         with self._lock:
             self.total, self.done, self.phase = total, 0, phase
-        self.write(force=True)
+        if wait:
+            self.write(force=True)
+            return
+        with self._settling:
+            if self._starting is not None:  # an earlier start's write: one write at a time
+                self._starting.join()
+            self._starting = threading.Thread(target=carry(self._write), args=(True,),
+                                              name="progress", daemon=True)
+            self._starting.start()
+
+    def settle(self) -> None:
+        """Wait for the write a ``start(wait=False)`` left on its way: afterwards ``hit``
+        holds the entity's version as the job last wrote it."""
+        with self._settling:
+            starting, self._starting = self._starting, None
+            if starting is not None:
+                starting.join()
 
     def set_phase(self, phase: str) -> None:
         with self._lock:
@@ -193,6 +217,10 @@ class JobControl:
 
     def write(self, force: bool = False) -> None:
         """One partial update, unless one was written less than ``WRITE_INTERVAL`` ago."""
+        self.settle()
+        self._write(force)
+
+    def _write(self, force: bool) -> None:
         with self._lock:
             now = time.monotonic()
             if self._cancelled or (not force and now - self._written_at < WRITE_INTERVAL):

@@ -8,7 +8,8 @@ finished, edited or deleted judgment.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from typing import Any
 
@@ -20,6 +21,7 @@ from workbench.judgments import imported, reference_job, ubi
 from workbench.judgments.limits import size_error
 from workbench.judgments.llm import generation as llm_generation
 from workbench.services import Services
+from workbench.store.identity import carry
 from workbench.store.indices import JUDGMENT_INDEX
 from workbench.store.repository import Repository
 from workbench.telemetry import instruments
@@ -54,10 +56,9 @@ def generate(svc: Services, judgment_id: str) -> None:
     instruments.note_job_type(doc.get("type"))
     control = JobControl(svc, JUDGMENT_INDEX, hit, "queries", in_metadata=True)
     control.check()  # cancelled while queued
-    if doc["type"] in EVENTS:  # the plugin's counters know only its own three types
-        svc.record_event(EVENTS[doc["type"]])
     metadata = doc.get("metadata") or {}
-    with keeping_usage(control):
+    with settled(control), counting(svc, EVENTS.get(doc["type"])) as counted, \
+            keeping_usage(control):
         if doc["type"] == "IMPORT_JUDGMENT":
             ratings = imported.build(metadata.get("judgmentRatings"))
             metadata = {}
@@ -68,7 +69,35 @@ def generate(svc: Services, judgment_id: str) -> None:
         else:
             ratings, metadata = llm_generation.generate(svc, judgment_id, metadata, control)
         control.check()
+        counted()
     write(repo, hit, {"status": "COMPLETED", "metadata": metadata, "judgmentRatings": ratings})
+
+
+@contextmanager
+def settled(control: JobControl) -> Iterator[None]:
+    """However the work ends, a progress write still on its way (``JobControl.start`` with
+    ``wait=False``) is awaited: the finished or ERROR document is written after it, and the
+    final write's condition is the version it left in ``hit``."""
+    try:
+        yield
+    finally:
+        control.settle()
+
+
+@contextmanager
+def counting(svc: Services, event: str | None) -> Iterator[Callable[[], None]]:
+    """Count the job's SRW ``event`` (the plugin's counters know only its own three types:
+    None for the others) while the job works: whether stats are on is a read of the settings,
+    a round trip the job need not wait for before it starts. The caller calls what this yields
+    before the finished document is written, so a client that reads COMPLETED finds the count
+    made (and a failed read fails the job as it did when it was made first); however the job
+    ends, the count is awaited."""
+    if event is None:
+        yield lambda: None
+        return
+    with ThreadPoolExecutor(1, thread_name_prefix="event") as pool:
+        made = pool.submit(carry(svc.record_event), event)
+        yield made.result
 
 
 @contextmanager
@@ -92,7 +121,7 @@ def retry(svc: Services, judgment_id: str) -> None:
     instruments.note_job_type(hit["_source"].get("type"))
     control = JobControl(svc, JUDGMENT_INDEX, hit, "queries", in_metadata=True)
     control.check()
-    with keeping_usage(control):
+    with settled(control), keeping_usage(control):
         ratings, metadata = llm_generation.retry_failed(svc, judgment_id, hit["_source"],
                                                         control)
         control.check()

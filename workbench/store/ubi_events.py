@@ -8,10 +8,12 @@ page, so memory grows with the number of distinct query-document-rank cells, nev
 from __future__ import annotations
 
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, NamedTuple
 
 from opensearchpy import OpenSearch
 
+from workbench.store.identity import carry
 from workbench.store.indices import index_exists
 from workbench.store.search import check_shards
 
@@ -22,10 +24,15 @@ PAGE = 10_000
 
 
 def missing_fields(client: OpenSearch, index: str) -> list[str] | None:
-    """None when the index does not exist; else the required UBI fields its mapping lacks."""
-    if not index_exists(client, index):
-        return None
-    mappings = client.indices.get_mapping(index=index)
+    """None when the index does not exist; else the required UBI fields its mapping lacks.
+    Whether it exists (``index_exists``, which answers a caller who may not search it with the
+    cluster's 403) and its mapping are asked at once: one round trip, not two, and the answer
+    is the one the two calls made in turn would give."""
+    with ThreadPoolExecutor(1, thread_name_prefix="ubi-mapping") as pool:
+        mapping = pool.submit(carry(client.indices.get_mapping), index=index)
+        if not index_exists(client, index):
+            return None
+        mappings = mapping.result()
     found: set[str] = set()
     for mapping in mappings.values():
         found |= set(_paths(mapping.get("mappings", {}).get("properties") or {}))

@@ -293,8 +293,8 @@ class LlmRater:
         outcomes = [Outcome() for _ in targets]
         waiting = [0] * len(targets)
         cache = CacheWriter(self.cache)
-        if self.control is not None:
-            self.control.start(len(targets), "rating")
+        if self.control is not None:  # written while the first calls go, awaited at the end
+            self.control.start(len(targets), "rating", wait=False)
         with ThreadPoolExecutor(self.svc.config.llm_concurrency,
                                 thread_name_prefix="llm") as pool:
             # Chunks are submitted as soon as they are cut, so tokenising overlaps the calls.
@@ -350,6 +350,8 @@ class LlmRater:
                 raise
             finally:
                 cache.close()  # what was paid for is kept, cancelled or not
+                if self.control is not None:
+                    self.control.settle()
         return outcomes
 
     def record(self, outcome: Outcome, entry: QueryEntry, answer: ChunkAnswer,
@@ -549,7 +551,8 @@ def prepare(svc: Services, metadata: dict[str, Any], control: JobControl | None 
     judge = LlmRater(svc, metadata, target_of(configs[0]), control)
     judge.find_vectors(local_indices(configs))
     if control is not None:
-        control.start(len(entries), "searching")
+        # written while the searches go (judgments/runner.py settles it before the last write)
+        control.start(len(entries), "searching", wait=False)
         control.check()
     targets = retrieve(svc, entries, configs, int(metadata.get("size", 10)), judge.describe,
                        bool(metadata.get(pooling.FLAG)), remote)
