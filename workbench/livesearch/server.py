@@ -73,6 +73,7 @@ class LiveSearch:
             config, socket_timeout=generation.TIMEOUT_SECONDS,
             socket_connect_timeout=generation.TIMEOUT_SECONDS))
         self.in_flight = 0
+        self._last_number: bytes | None = None  # the generation number read last
 
     async def respond(self, request: Request) -> bytes:
         """The answer to one request: computed here, or gunicorn's."""
@@ -108,26 +109,40 @@ class LiveSearch:
         if (identity.known(who) is None or not svc.indices_ready) \
                 and not await _in_thread(self._gate, who):
             return None
-        number = await self.generation.read()
-        if number is None:
-            return None  # Redis cannot say what is current: the API reads the cluster each time
-        settings = svc.settings.kept(number)
-        if settings is None:
-            settings = await _in_thread(svc.settings.current, number)
-        if not settings or not settings.value("workbench_enabled"):
-            return None
         fields = self._fields(request)
         if fields is None:
             return None
-        kept, definition = self.definitions.kept(test_id, number)
-        if not kept:
-            definition = await _in_thread(self.definitions.get, test_id, number)
+        # The generation number is read after the search arrived, as the gate reads it. Until
+        # it comes, the search is sent already when all it needs is kept under the number read
+        # last: when the number is unchanged (it only grows), that is the search the route
+        # sends, and the Redis round trip cost the search no time.
+        reading = asyncio.ensure_future(self.generation.read())
+        guess = self._last_number
+        early = self._plan_kept(guess, test_id, fields) if guess is not None else None
+        searching = None if early is None else asyncio.ensure_future(
+            self._msearch(request, who, early.searches))
+        if searching is not None:  # a search given up is not waited for: its outcome neither
+            searching.add_done_callback(_outcome_dropped)
         try:
-            planned = serving.plan(definition, fields["query_params"], fields["client_id"],
-                                   fields["from_"], fields.get("size"))
-        except (WorkbenchError, TextError):
-            return None
-        answers = await self._msearch(request, who, planned.searches)
+            number = await reading
+        finally:
+            if searching is not None and not reading.done():
+                searching.cancel()
+        if number is not None:
+            self._last_number = number
+        if searching is not None and number == guess:
+            assert early is not None
+            planned, answers = early, await searching
+        else:
+            if searching is not None:
+                searching.cancel()
+            if number is None:
+                return None  # Redis cannot say what is current: the API reads the cluster
+            found_plan = await self._plan(number, test_id, fields)
+            if found_plan is None:
+                return None
+            planned = found_plan
+            answers = await self._msearch(request, who, planned.searches)
         if not isinstance(answers, list):
             return answers
         served = serving.merge(planned, answers)
@@ -137,6 +152,38 @@ class LiveSearch:
                                        served.client_id, served.index, planned.start,
                                        served.shown))
         return self._json(request, 200, orjson.dumps(served.response))
+
+    def _plan_kept(self, number: bytes, test_id: str, fields: dict[str, Any]
+                   ) -> serving.Planned | None:
+        """The search planned from what is kept under ``number`` alone, or None."""
+        settings = self.services.settings.kept(number)
+        kept, definition = self.definitions.kept(test_id, number)
+        if settings is None or not settings.value("workbench_enabled") or not kept:
+            return None
+        try:
+            return serving.plan(definition, fields["query_params"], fields["client_id"],
+                                fields["from_"], fields.get("size"))
+        except (WorkbenchError, TextError):
+            return None
+
+    async def _plan(self, number: bytes, test_id: str, fields: dict[str, Any]
+                    ) -> serving.Planned | None:
+        """The search planned as the route plans it under ``number`` (what is not kept read
+        on a thread), or None when the route would answer otherwise."""
+        svc = self.services
+        settings = svc.settings.kept(number)
+        if settings is None:
+            settings = await _in_thread(svc.settings.current, number)
+        if not settings or not settings.value("workbench_enabled"):
+            return None
+        kept, definition = self.definitions.kept(test_id, number)
+        if not kept:
+            definition = await _in_thread(self.definitions.get, test_id, number)
+        try:
+            return serving.plan(definition, fields["query_params"], fields["client_id"],
+                                fields["from_"], fields.get("size"))
+        except (WorkbenchError, TextError):
+            return None
 
     def _gate(self, who: identity.Identity) -> bool:
         """What the gate does before its first search for a caller (in a thread): ask the
@@ -215,6 +262,11 @@ class LiveSearch:
         response = await self.api.request(request.method, request.target, headers, request.body)
         kept = [(k, v) for k, v in response.headers if k not in HOP_BY_HOP]
         return answer(response.status, kept, response.body, response.reason or None)
+
+
+def _outcome_dropped(task: asyncio.Future[Any]) -> None:
+    if not task.cancelled():
+        task.exception()  # read, so that asyncio does not report it as never retrieved
 
 
 async def _in_thread(fn: Any, *args: Any) -> Any:
