@@ -88,7 +88,7 @@ def llama_url() -> str:
     ``LLAMA_URL`` when set, else the script installs (the first time builds) and starts it."""
     if os.environ.get("LLAMA_URL"):
         return os.environ["LLAMA_URL"].rstrip("/")
-    with _install_finished(os.environ.get("WORKBENCH_LLAMA_LOCK")):
+    with _install_finished(os.environ.get("LLAMA_INSTALL_LOCK")):
         return _script("llama.sh")
 
 

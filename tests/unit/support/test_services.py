@@ -1,5 +1,5 @@
 """``services.llama_url`` waits for CI's background install of llama.cpp's server (``.ci/run``
-holds WORKBENCH_LLAMA_LOCK while it runs) and for nothing else."""
+holds LLAMA_INSTALL_LOCK while it runs) and for nothing else."""
 
 from __future__ import annotations
 
