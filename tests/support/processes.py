@@ -12,7 +12,8 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager, suppress
 from pathlib import Path
 
@@ -200,6 +201,13 @@ class Worker(Proc):
                 for pool in consumer.children()]
 
 
+def stop_together(processes: Sequence[Proc]) -> None:
+    """Stop them all at once, each waiting for its own exit, rather than one after another
+    (an API server or a worker takes a second or two to exit)."""
+    with ThreadPoolExecutor(max_workers=max(1, len(processes))) as pool:
+        list(pool.map(lambda process: process.stop(), processes))
+
+
 def wait_for_ping(env: dict[str, str], name_part: str, what: str, alive: Callable[[], bool],
                   log: Callable[[], str], timeout: float) -> None:
     """Until a job consumer whose Celery node name holds ``name_part`` answers a ping on the
@@ -289,5 +297,4 @@ def own_stack(env: dict[str, str], name: str, **settings: str) -> Iterator[Api]:
     try:
         yield Api(server.url)
     finally:
-        worker.stop()
-        server.stop()
+        stop_together([worker, server])
