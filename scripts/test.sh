@@ -6,6 +6,8 @@
 # the test fixtures; podman, mmdebstrap and runc for the container image's test, through
 # scripts/image.sh),
 # then runs pytest. Extra arguments go to pytest, e.g. scripts/test.sh tests/unit -x
+# With LLAMA_INSTALL_LOCK set (.ci/run sets it), an install of llama.cpp's server under way in
+# the background is not waited for here.
 # Set OPENSEARCH_URL / REDIS_URL to test against services you already run.
 
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -14,5 +16,17 @@ cd "$REPO_ROOT"
 "$REPO_ROOT/scripts/install.sh" --dev
 ensure_curl || die "the service scripts need curl (apt-get install curl)"
 ensure_haproxy || die "the HAProxy front's tests need haproxy (apt-get install haproxy)"
-[ -n "${LLAMA_URL:-}" ] || "$REPO_ROOT/scripts/llama.sh" install
+if [ -z "${LLAMA_URL:-}" ] && [ -n "${LLAMA_INSTALL_LOCK:-}" ]; then
+  # CI (.ci/run) installs it in the background, holding this lock: the tests that use the server
+  # wait for it there (tests/support/services.py), not the whole suite here.
+  rc=0
+  flock -n -E 75 "$LLAMA_INSTALL_LOCK" "$REPO_ROOT/scripts/llama.sh" install || rc=$?
+  case $rc in
+    0) ;;
+    75) say "llama.cpp's server is being installed in the background; its tests wait for it" ;;
+    *) die "installing llama.cpp's server failed" ;;
+  esac
+elif [ -z "${LLAMA_URL:-}" ]; then
+  "$REPO_ROOT/scripts/llama.sh" install
+fi
 exec .venv/bin/python -m pytest "$@"

@@ -62,11 +62,23 @@ def quiet_ending(log: str, entity_id: str, unrecorded: bool) -> None:
 
 
 def still_gone(api: Api, direct: OpenSearch, path: str, index: str, entity_id: str) -> None:
-    for _ in range(2):  # right away, and once the job could have written anything
+    for attempt in range(2):  # right away, and once the job could have written anything
+        if attempt:
+            time.sleep(3)
         assert api.srw("GET", path).status == 404
         direct.indices.refresh(index=index)
         assert not direct.exists(index=index, id=entity_id)
-        time.sleep(3)
+
+
+def ended(worker: Worker, before: int, entity_id: str, timeout: float = 30) -> None:
+    """Until the worker logged, since ``before``, that the task of ``entity_id``'s job is over
+    (Celery's line for it, after everything the job itself logs: ``quiet_ending`` reads it)."""
+    deadline = time.monotonic() + timeout
+    while not any(f"{entity_id}] succeeded in " in line or
+                  (entity_id in line and "raised unexpected" in line)
+                  for line in worker.log()[before:].splitlines()):
+        assert time.monotonic() < deadline, worker.log()[before:][-3000:]
+        time.sleep(0.2)
 
 
 def test_deleting_a_running_judgment_ends_its_job_quietly(
@@ -88,7 +100,7 @@ def test_deleting_a_running_judgment_ends_its_job_quietly(
             time.sleep(0.2)
         assert doc["status"] == "PROCESSING"
         assert api.srw("DELETE", f"/judgments/{judgment_id}").status == 200
-        time.sleep(6)  # the calls in flight (2 s) answer, the job ends
+        ended(worker, before, judgment_id)  # the calls in flight (2 s) answer, the job ends
     finally:
         llm.latency = 0.0
     still_gone(api, direct, f"/judgments/{judgment_id}", JUDGMENT_INDEX, judgment_id)

@@ -56,7 +56,7 @@ from tests.support.doc_examples import (
     parse_pattern,
     shown_as_json,
 )
-from tests.support.processes import Server, Worker
+from tests.support.processes import Server, Worker, stop_together
 from workbench.store.indices import MODELS_INDEX
 
 PAGES = [str(path.relative_to(REPO)) for path in documents()
@@ -263,8 +263,7 @@ def own_services(env: dict[str, str]) -> Iterator[Callable[[dict[str, str]], Ser
         return started[key]
 
     yield start
-    for process in processes:
-        process.stop()
+    stop_together(processes)
 
 
 @pytest.mark.parametrize("page", PAGES)

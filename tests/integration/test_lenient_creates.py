@@ -16,7 +16,7 @@ import pytest
 from opensearchpy import OpenSearch
 
 from tests.support.api import Api, search_configuration
-from tests.support.processes import Server, Worker
+from tests.support.processes import Server, Worker, stop_together
 from tests.support.small_job import SmallJob, small_job
 from tests.support.waiting import finished
 from workbench.bench.llm_server import LLMServer
@@ -197,8 +197,7 @@ def impatient(env: dict[str, str]) -> Iterator[Api]:
     try:
         yield Api(server.url)
     finally:
-        worker.stop()
-        server.stop()
+        stop_together([worker, server])
 
 
 def test_the_wait_is_bounded(impatient: Api, job: SmallJob, llm: LLMServer) -> None:

@@ -18,7 +18,7 @@ import psutil
 import pytest
 
 from tests.support.api import Api
-from tests.support.processes import FRONTS, REPO, Server, Worker, base_env, free_port
+from tests.support.processes import FRONTS, REPO, Server, Worker, base_env, free_port, stop_together
 from tests.support.waiting import finished
 
 #: a loopback port nothing listens on: a node that is down
@@ -101,8 +101,7 @@ def test_a_node_that_is_down_is_passed_over(opensearch_url: str, redis_url: str,
         done = finished(api, f"/judgments/{reply.json['judgment_id']}", 60)
         assert done["status"] == "COMPLETED"
     finally:
-        worker.stop()
-        server.stop()
+        stop_together([worker, server])
 
 
 def test_status_and_init_indices_use_the_node_that_answers(opensearch_url: str,

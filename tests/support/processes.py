@@ -8,7 +8,8 @@ import re
 import tempfile
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -66,6 +67,13 @@ class RedisServer(Proc):
 
 
 FRONTS = ["none", "haproxy"]  # what listens on the workbench's port: gunicorn alone, or HAProxy
+
+
+def stop_together(processes: Sequence[Proc]) -> None:
+    """Stop them all at once, each waiting for its own exit, rather than one after another
+    (an API server or a worker takes a second or two to exit)."""
+    with ThreadPoolExecutor(max_workers=max(1, len(processes))) as pool:
+        list(pool.map(lambda process: process.stop(), processes))
 
 
 _HELPER_DONE = re.compile(r"Task workbench\.jobs\.help\[[^\]]+\] succeeded in [\d.]+s: (\d+)")
@@ -128,5 +136,4 @@ def own_stack(env: dict[str, str], name: str, **settings: str) -> Iterator[Api]:
     try:
         yield Api(server.url)
     finally:
-        worker.stop()
-        server.stop()
+        stop_together([worker, server])

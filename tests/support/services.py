@@ -7,11 +7,12 @@ containers where a Docker engine answers; otherwise the project's own scripts
 
 from __future__ import annotations
 
+import fcntl
 import os
 import shutil
 import subprocess
-from collections.abc import Callable
-from contextlib import suppress
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
@@ -87,7 +88,22 @@ def llama_url() -> str:
     ``LLAMA_URL`` when set, else the script installs (the first time builds) and starts it."""
     if os.environ.get("LLAMA_URL"):
         return os.environ["LLAMA_URL"].rstrip("/")
-    return _script("llama.sh")
+    with _install_finished(os.environ.get("LLAMA_INSTALL_LOCK")):
+        return _script("llama.sh")
+
+
+@contextmanager
+def _install_finished(lock_path: str | None) -> Iterator[None]:
+    """Once the install holding ``lock_path`` is over, if one is given: CI (``.ci/run``) builds
+    llama.cpp's server in the background holding it, and a second install beside it would
+    start the same build again. The lock is not passed on to the server ``llama.sh`` starts
+    (``subprocess.run`` closes it in the child)."""
+    if not lock_path:
+        yield
+        return
+    with open(lock_path, "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
 
 
 def solr_url() -> str:
