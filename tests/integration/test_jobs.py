@@ -67,7 +67,12 @@ def test_an_expected_ending_is_one_line_without_a_traceback(
     send(job_worker, task, entity_id)
     assert wait_status(direct, entity_id) == {"status": "ERROR",
                                               "metadata": {"error": reason, **extra}}
-    time.sleep(0.5)  # the task's own lines come after the status write
+    # The task's own lines come after the status write: wait for its line (a loaded machine
+    # may take more than a moment), then a moment more for any line that should not follow.
+    ending, deadline = f"job {task} for {entity_id} ended ERROR: {reason}", time.monotonic() + 20
+    while ending not in job_worker.log()[before:] and time.monotonic() < deadline:
+        time.sleep(0.1)
+    time.sleep(0.5)
     new = job_worker.log()[before:]
     lines = [line for line in new.splitlines() if entity_id in line]
     assert len(lines) == 1, lines
