@@ -42,13 +42,23 @@ def send(worker: Worker, name: str, *args: Any) -> None:
     celery_app.send_task(name, args=args, queue=worker.queue)
 
 
+def wait_for_line(worker: Worker, text: str, before: int, timeout: float = 20) -> None:
+    """Until ``text`` is in the worker's log after offset ``before``: a task's own lines come
+    after its status write, and must not spill into the next test's window."""
+    deadline = time.monotonic() + timeout
+    while text not in worker.log()[before:] and time.monotonic() < deadline:
+        time.sleep(0.1)
+
+
 def test_a_job_that_fails_ends_error_with_its_reason(job_worker: Worker,
                                                      direct: OpenSearch) -> None:
+    before = len(job_worker.log())
     entity_id = new_entity(direct)
     send(job_worker, "tests.always_fails", entity_id)
     assert wait_status(direct, entity_id) == {
         "status": "ERROR", "metadata": {"error": "the input is not valid"},
     }
+    wait_for_line(job_worker, "raised unexpected", before)
 
 
 @pytest.mark.parametrize("task, level, reason, extra", [
@@ -87,6 +97,7 @@ def test_an_unexpected_failure_is_logged_error_with_its_traceback(
     entity_id = new_entity(direct)
     send(job_worker, "tests.always_fails", entity_id)
     wait_status(direct, entity_id)
+    wait_for_line(job_worker, "raised unexpected", before)
     time.sleep(0.5)
     new = job_worker.log()[before:]
     assert "Task tests.always_fails[" in new and "raised unexpected: ValueError('the input is " \
