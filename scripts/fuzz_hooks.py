@@ -5,16 +5,50 @@ Randomly generated ids name nothing, so most generated requests would stop at "d
 let Hypothesis choose, case by case, between the generated value and a seeded id, so the fuzzer
 also reaches the code behind the look-ups (with the seed fixed, the choice is reproducible).
 Seeded ids are never put into DELETE paths, so the seeds live through the run.
+
+The hooks module is also where the schemathesis process gets one guard (``_serialize_ast_parse``):
+``ast.parse`` is made one thread at a time, for a CPython 3.11 fault, explained there.
 """
 
 from __future__ import annotations
 
+import ast
+import functools
 import json
 import os
+import threading
 from typing import Any
 
 import schemathesis
 from hypothesis import strategies as st
+
+
+def _serialize_ast_parse() -> None:
+    """Let one thread at a time into ``ast.parse`` in the schemathesis process.
+
+    CPython 3.11 converts a parsed tree to Python objects keeping its recursion depth in state
+    shared by the interpreter's threads, and checks it at the end (python/cpython#106905): when
+    a collection inside one conversion lets another thread convert a tree too, the first one
+    fails with ``SystemError: AST constructor recursion depth mismatch``. Hypothesis parses
+    source files to describe the lambdas in strategies, in each schemathesis worker thread, so
+    with ``--workers 2`` this failed the fuzz stage once in CI (``PUT /_cluster/settings``, the
+    coverage phase). Hypothesis caches what it parsed, so the lock is rarely contended.
+    """
+    parse = ast.parse
+    if getattr(parse, "serialized", False):
+        return
+    lock = threading.Lock()
+
+    @functools.wraps(parse)
+    def serialized(*args: Any, **kwargs: Any) -> Any:
+        with lock:
+            return parse(*args, **kwargs)
+
+    serialized.serialized = True  # type: ignore[attr-defined]
+    ast.parse = serialized
+
+
+_serialize_ast_parse()
 
 SEEDS: dict[str, Any] = json.loads(os.environ.get("FUZZ_SEEDS") or "{}")
 
