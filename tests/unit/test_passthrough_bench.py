@@ -173,3 +173,14 @@ def test_haproxy_over_door_nginx_needs_both_and_targets_search() -> None:
     assert bulk.target is None
     del loaded[("_search", "door + nginx")]
     assert over("_search", loaded) == []
+
+
+def test_haproxy_over_the_bare_proxy_has_no_target() -> None:
+    loaded = {("_search", "haproxy"): loads(900, 950, 1000),
+              ("_search", "door + nginx"): loads(600, 600, 600),
+              ("_search", "bare haproxy"): loads(1000, 1000, 1000)}
+    to_door, to_bare = over("_search", loaded)
+    assert to_door.name.endswith("via haproxy vs via door + nginx (16 connections) throughput")
+    assert to_bare.name == "_search via haproxy vs via bare haproxy (16 connections) throughput"
+    assert (to_bare.measured, to_bare.baseline, to_bare.target) == (950, 1000, None)
+    assert to_bare.details["ratio per round"] == [0.9, 0.95, 1.0]

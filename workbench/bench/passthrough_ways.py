@@ -8,22 +8,53 @@ HAProxy in issue 22), is skipped with a note, so the benchmark follows what is i
 Door + nginx, the front HAProxy replaced, stays measurable after its removal: it is served from
 the last commit whose tree still holds ``workbench/serving/door.py`` (``git archive``), so the
 "at least 1.3x door + nginx" target of issue 22 is measured in the same run as HAProxy.
+
+Beside them runs a reference that is not the workbench: a bare HAProxy (``bare_haproxy``) in
+``mode http`` with no rule and no log, one thread as the front has on 2 cores, in front of the
+cluster. Its ratio to direct is what any HTTP proxy on the same cores costs, so the front's own
+share is the gap between the two.
 """
 
 from __future__ import annotations
 
 import io
+import socket
 import subprocess
 import tarfile
 import tempfile
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import psutil
 
 from workbench.bench.common import REPO, Bench
+from workbench.bench.processes import free_port
+from workbench.serving.front import find_haproxy
+from workbench.serving.haproxy import MAXCONN, threads
 
 OLD_FRONT = "workbench/serving/door.py"  # in a tree that still serves door + nginx
+BARE = "bare haproxy"
+BARE_DESCRIBED = ("a bare HAProxy in front of the cluster, not the workbench (mode http, no rule, "
+                  "no log, {threads} thread): the bound of any HTTP proxy on these cores")
+BARE_CONFIG = """\
+global
+    maxconn {maxconn}
+    nbthread {threads}
+defaults
+    mode http
+    option http-keep-alive
+    timeout connect 10s
+    timeout client 60s
+    timeout server 60s
+frontend bare
+    bind 127.0.0.1:{port}
+    default_backend cluster
+backend cluster
+    http-reuse safe
+    server node {node}
+"""
 
 
 @dataclass(frozen=True)
@@ -107,7 +138,56 @@ def serve(bench: Bench, workers: int, ways: tuple[Way, ...] = WAYS) -> Served:
             else:
                 note += f"; {old}"
         served.notes.append(f"{way.name}: not measured ({note})")
+    note = bare_haproxy(bench, served)
+    if note:
+        served.notes.append(f"{BARE}: not measured ({note})")
     return served
+
+
+def bare_haproxy(bench: Bench, served: Served) -> str | None:
+    """Start the bare HAProxy reference in front of the cluster; a note when it cannot run (no
+    haproxy binary, or a cluster over TLS or with credentials, which a bare proxy does not
+    carry)."""
+    binary = find_haproxy()
+    if binary is None:
+        return "no haproxy binary"
+    cluster = urlsplit(bench.opensearch_url)
+    if cluster.scheme != "http" or cluster.username or not cluster.hostname:
+        return "the cluster is not plain http without credentials"
+    port, count = free_port(), threads()
+    folder = tempfile.TemporaryDirectory(prefix="bench-bare-haproxy-")
+    bench.on_close(folder.cleanup)
+    config = Path(folder.name) / "haproxy.cfg"
+    config.write_text(BARE_CONFIG.format(maxconn=MAXCONN, threads=count, port=port,
+                                         node=f"{cluster.hostname}:{cluster.port or 80}"))
+    output = Path(folder.name) / "haproxy.log"
+    with output.open("wb") as out:
+        proc = subprocess.Popen([binary, "-db", "-f", str(config)], stdout=out, stderr=out)
+    bench.on_close(lambda: _stop(proc))
+    deadline = time.monotonic() + 10
+    while not _listening(port):
+        if proc.poll() is not None or time.monotonic() > deadline:
+            _stop(proc)
+            return "did not start: " + _last_line(output.read_text(errors="replace"))
+        time.sleep(0.05)
+    served.urls[BARE] = f"http://127.0.0.1:{port}"
+    served.described[BARE] = BARE_DESCRIBED.format(threads=count)
+    return None
+
+
+def _listening(port: int) -> bool:
+    with socket.socket() as sock:
+        return sock.connect_ex(("127.0.0.1", port)) == 0
+
+
+def _stop(proc: subprocess.Popen[bytes]) -> None:
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
 
 
 def _start(bench: Bench, way: Way, workers: int, served: Served, tree: Path | None = None,
