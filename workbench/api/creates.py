@@ -33,6 +33,7 @@ import urllib3.exceptions
 from flask import Response, g, request
 from opensearchpy.exceptions import ConnectionError as OpenSearchConnectionError
 from opensearchpy.exceptions import ConnectionTimeout as OpenSearchConnectionTimeout
+from opensearchpy.exceptions import TransportError
 from redis.exceptions import RedisError
 
 from workbench import redis_keys
@@ -163,8 +164,11 @@ class Create:
             raise ValueError("the document must be built with Create.id")
         self._claim(body)
         self.writing = True
+        job = self.kind.task is not None
         try:
-            result = repo.create(doc)
+            # A job's entity is refreshed after its job is queued, not by its write: the worker
+            # reads it by id (real time), so the job starts while the refresh is under way.
+            result = repo.create(doc, refresh=not job)
         except AlreadyExists:
             if self.key is None:
                 raise
@@ -184,8 +188,20 @@ class Create:
                 repo.delete(self.id)  # never queued: leave nothing PROCESSING behind
                 self._unclaim()
                 raise
+            self._refresh(repo)
         instruments.ENTITIES_CREATED.labels(self.kind.name, str(doc.get("type") or "")).inc()
         return result
+
+    def _refresh(self, repo: Repository) -> None:
+        """Make the stored entity searchable before the answer, as every write is. It is stored
+        and its job queued already, so a refresh the cluster fails is no reason to answer an
+        error: the index's own refresh (1 s) shows it soon after, and the log says so."""
+        try:
+            repo.refresh()
+        except (OpenSearchConnectionError, TransportError) as exc:
+            log.warning("%s %s: stored and queued, but the refresh after it failed (%s); it "
+                        "shows in searches at the index's next refresh", self.kind.label,
+                        self.id, type(exc).__name__)
 
     def answer(self, body: dict[str, Any], status: int = 200) -> Response:
         """The route's answer; a replay carries ``Idempotent-Replayed: true``."""

@@ -64,14 +64,21 @@ class Repository:
         self.index = index
 
     # -- writes --------------------------------------------------------------------------
-    def create(self, doc: dict[str, Any]) -> dict[str, Any]:
-        """Index a new document (``op_type=create``); answers OpenSearch's index response."""
+    def create(self, doc: dict[str, Any], *, refresh: bool = True) -> dict[str, Any]:
+        """Index a new document (``op_type=create``); answers OpenSearch's index response.
+        ``refresh=False`` leaves the refresh to the caller (``refresh``), who must make it
+        before answering its own caller."""
         try:
             return self.client.index(
-                index=self.index, id=doc["id"], body=doc, op_type="create", refresh="true"
+                index=self.index, id=doc["id"], body=doc, op_type="create",
+                refresh="true" if refresh else "false"
             )
         except ConflictError as exc:
             raise AlreadyExists(f"Document already exists: {doc['id']}") from exc
+
+    def refresh(self) -> None:
+        """Make what was written without a refresh searchable."""
+        self.client.indices.refresh(index=self.index)
 
     def put(self, doc: dict[str, Any], *, seq_no: int | None = None,
             primary_term: int | None = None) -> dict[str, Any]:
