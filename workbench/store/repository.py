@@ -2,7 +2,8 @@
 
 Reads answer OpenSearch's own search-response envelopes (docs/contract.md, "HTTP conventions"); a
 missing index reads as empty. Every write refreshes, so it is visible as soon as the call returns
-(but a job's progress, ``update_partial``).
+(but a job's progress, ``update_partial``, and a ``create(refresh=False)``, whose caller refreshes
+before it answers: ``api/creates.py`` does so once the entity's job is queued).
 """
 
 from __future__ import annotations
