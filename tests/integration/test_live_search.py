@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections.abc import Iterator
+from email.utils import parsedate_to_datetime
 
 import pytest
 import redis
@@ -74,6 +75,9 @@ def test_the_live_server_answers_the_search_as_the_route_does(
         # gunicorn names itself; the live server answered this one without it
         assert by_flask.headers.get("Server") == "gunicorn"
         assert "Server" not in by_live.headers
+        # both carry the date of their answer, in HTTP's format
+        sent = [parsedate_to_datetime(reply.headers["Date"]) for reply in (by_flask, by_live)]
+        assert abs((sent[1] - sent[0]).total_seconds()) < 60
         expected, got = by_flask.json, by_live.json
         assert (expected["query_id"] is None) == (got["query_id"] is None)
         expected.pop("query_id"), got.pop("query_id")

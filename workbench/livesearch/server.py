@@ -18,6 +18,7 @@ import logging
 import re
 import signal
 import time
+from email.utils import formatdate
 from typing import Any, cast
 
 import httptools
@@ -160,11 +161,7 @@ class LiveSearch:
         kept, definition = self.definitions.kept(test_id, number)
         if settings is None or not settings.value("workbench_enabled") or not kept:
             return None
-        try:
-            return serving.plan(definition, fields["query_params"], fields["client_id"],
-                                fields["from_"], fields.get("size"))
-        except (WorkbenchError, TextError):
-            return None
+        return _planned(definition, fields)
 
     async def _plan(self, number: bytes, test_id: str, fields: dict[str, Any]
                     ) -> serving.Planned | None:
@@ -179,11 +176,7 @@ class LiveSearch:
         kept, definition = self.definitions.kept(test_id, number)
         if not kept:
             definition = await _in_thread(self.definitions.get, test_id, number)
-        try:
-            return serving.plan(definition, fields["query_params"], fields["client_id"],
-                                fields["from_"], fields.get("size"))
-        except (WorkbenchError, TextError):
-            return None
+        return _planned(definition, fields)
 
     def _gate(self, who: identity.Identity) -> bool:
         """What the gate does before its first search for a caller (in a thread): ask the
@@ -248,7 +241,7 @@ class LiveSearch:
         return self._json(request, error.status, text.encode())
 
     def _json(self, request: Request, status: int, body: bytes) -> bytes:
-        headers = [(b"content-type", _JSON_TYPE)]
+        headers = [(b"content-type", _JSON_TYPE), (b"date", _http_date())]
         opaque = request.header(b"x-opaque-id")
         if opaque:
             headers.append((b"x-opaque-id", opaque))
@@ -262,6 +255,30 @@ class LiveSearch:
         response = await self.api.request(request.method, request.target, headers, request.body)
         kept = [(k, v) for k, v in response.headers if k not in HOP_BY_HOP]
         return answer(response.status, kept, response.body, response.reason or None)
+
+
+_date: tuple[int, bytes] = (0, b"")
+
+
+def _http_date() -> bytes:
+    """The ``Date`` header's value (RFC 9110 requires one from a server with a clock, and
+    gunicorn sends it), formatted once a second."""
+    global _date
+    now = int(time.time())
+    if _date[0] != now:
+        _date = (now, formatdate(now, usegmt=True).encode("ascii"))
+    return _date[1]
+
+
+def _planned(definition: definitions.Definition | None, fields: dict[str, Any]
+             ) -> serving.Planned | None:
+    """The searches ``serving.plan`` would send for the loaded body, or None when its checks
+    refuse it (the route answers those)."""
+    try:
+        return serving.plan(definition, fields["query_params"], fields["client_id"],
+                            fields["from_"], fields.get("size"))
+    except (WorkbenchError, TextError):
+        return None
 
 
 def _outcome_dropped(task: asyncio.Future[Any]) -> None:
