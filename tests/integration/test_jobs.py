@@ -79,9 +79,7 @@ def test_an_expected_ending_is_one_line_without_a_traceback(
                                               "metadata": {"error": reason, **extra}}
     # The task's own lines come after the status write: wait for its line (a loaded machine
     # may take more than a moment), then a moment more for any line that should not follow.
-    ending, deadline = f"job {task} for {entity_id} ended ERROR: {reason}", time.monotonic() + 20
-    while ending not in job_worker.log()[before:] and time.monotonic() < deadline:
-        time.sleep(0.1)
+    wait_for_line(job_worker, f"job {task} for {entity_id} ended ERROR: {reason}", before)
     time.sleep(0.5)
     new = job_worker.log()[before:]
     lines = [line for line in new.splitlines() if entity_id in line]

@@ -18,7 +18,7 @@ share is the gap between the two.
 from __future__ import annotations
 
 import io
-import socket
+import os
 import subprocess
 import tarfile
 import tempfile
@@ -30,8 +30,8 @@ from urllib.parse import urlsplit
 import psutil
 
 from workbench.bench.common import REPO, Bench
-from workbench.bench.processes import free_port
-from workbench.serving.front import find_haproxy
+from workbench.bench.processes import Proc, free_port
+from workbench.serving.front import find_haproxy, listening
 from workbench.serving.haproxy import MAXCONN, threads
 
 OLD_FRONT = "workbench/serving/door.py"  # in a tree that still serves door + nginx
@@ -160,34 +160,17 @@ def bare_haproxy(bench: Bench, served: Served) -> str | None:
     config = Path(folder.name) / "haproxy.cfg"
     config.write_text(BARE_CONFIG.format(maxconn=MAXCONN, threads=count, port=port,
                                          node=f"{cluster.hostname}:{cluster.port or 80}"))
-    output = Path(folder.name) / "haproxy.log"
-    with output.open("wb") as out:
-        proc = subprocess.Popen([binary, "-db", "-f", str(config)], stdout=out, stderr=out)
-    bench.on_close(lambda: _stop(proc))
+    proc = Proc([binary, "-db", "-f", str(config)], dict(os.environ), "bench-bare-haproxy")
+    bench.on_close(proc.stop)
     deadline = time.monotonic() + 10
-    while not _listening(port):
-        if proc.poll() is not None or time.monotonic() > deadline:
-            _stop(proc)
-            return "did not start: " + _last_line(output.read_text(errors="replace"))
+    while not listening(port):
+        if not proc.alive() or time.monotonic() > deadline:
+            proc.stop()
+            return "did not start: " + _last_line(proc.log())
         time.sleep(0.05)
     served.urls[BARE] = f"http://127.0.0.1:{port}"
     served.described[BARE] = BARE_DESCRIBED.format(threads=count)
     return None
-
-
-def _listening(port: int) -> bool:
-    with socket.socket() as sock:
-        return sock.connect_ex(("127.0.0.1", port)) == 0
-
-
-def _stop(proc: subprocess.Popen[bytes]) -> None:
-    if proc.poll() is None:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
 
 
 def _start(bench: Bench, way: Way, workers: int, served: Served, tree: Path | None = None,

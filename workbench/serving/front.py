@@ -128,7 +128,8 @@ def _wait_for(proc: subprocess.Popen[bytes], name: str, ready: Callable[[], bool
     raise RuntimeError(f"{name} was not ready in {timeout:g}s")
 
 
-def _listening(port: int) -> bool:
+def listening(port: int) -> bool:
+    """Whether something accepts connections on ``port`` of the loopback address."""
     with socket.socket() as sock:
         return sock.connect_ex(("127.0.0.1", port)) == 0
 
@@ -158,7 +159,7 @@ def run(config: Config, binary: str) -> int:
     try:
         api = subprocess.Popen([sys.executable, "-m", "workbench.cli", "serve"], env=env)
         children[api] = "the API server"
-        _wait_for(api, "the API server", lambda: _listening(api_port))
+        _wait_for(api, "the API server", lambda: listening(api_port))
         sockets = haproxy.LiveSockets(run_dir / "live.sock", run_dir / "cluster.sock")
         live = subprocess.Popen([sys.executable, "-m", "workbench.livesearch",
                                  str(sockets.search), str(sockets.cluster), str(api_port)],
